@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds llmrt and runs every test: the README's test command and what CI runs.
+#   1. installs Debian packages (scripts/setup.sh)
+#   2. Release build (CUDA backend compiled too when nvcc is present) and the full CTest suite
+#   3. the libFuzzer targets for a short time each (clang build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh
+jobs=${LLMRT_JOBS:-2}
+
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$jobs"
+
+if [[ -x scripts/run_fuzzers.sh ]] || [[ -f scripts/run_fuzzers.sh ]]; then
+  bash scripts/run_fuzzers.sh "${LLMRT_FUZZ_SECONDS:-15}"
+fi
+
+# CTest's summary line ends the run.
+ctest --preset release --timeout 900

@@ -1,0 +1,43 @@
+#include "cli_common.h"
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+
+namespace llmrt::cli {
+
+int fail(const Status& status) { return fail(status.message()); }
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "llmrt: error: %s\n", message.c_str());
+  return code;
+}
+
+std::string readStdin() {
+  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+std::string jsonEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace llmrt::cli

@@ -1,0 +1,35 @@
+// Shared helpers of the llmrt command's subcommands.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "llmrt/status.h"
+
+namespace llmrt::cli {
+
+// Exit codes: 0 success, 1 runtime failure (bad file, bad model), 2 usage error.
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Prints "llmrt: error: <message>" on stderr and returns kExitFailure.
+int fail(const Status& status);
+int fail(const std::string& message, int code = kExitFailure);
+
+// Reads all of standard input.
+std::string readStdin();
+// Escapes a string for a JSON string literal (without the quotes).
+std::string jsonEscape(const std::string& s);
+
+// Each subcommand registers itself and returns the function that runs it.
+using Runner = std::function<int()>;
+struct Command {
+  CLI::App* app;
+  Runner run;
+};
+Command addTokenizeCommand(CLI::App& app);
+Command addDetokenizeCommand(CLI::App& app);
+Command addInspectCommand(CLI::App& app);
+
+}  // namespace llmrt::cli

@@ -1,0 +1,40 @@
+// llmrt: the command-line front end. Subcommands live in cmd_*.cpp and use only
+// the public API in include/llmrt/.
+#include <cstdio>
+#include <vector>
+
+#include "cli_common.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"llmrt: LLM inference runtime"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "llmrt 0.1.0");
+  const std::vector<llmrt::cli::Command> commands = {
+      llmrt::cli::addInspectCommand(app),
+      llmrt::cli::addTokenizeCommand(app),
+      llmrt::cli::addDetokenizeCommand(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "llmrt: error: %s\n", e.what());
+    std::fprintf(stderr, "Run with --help for more information.\n");
+    return llmrt::cli::kExitUsage;
+  }
+  for (const auto& cmd : commands) {
+    if (cmd.app->parsed()) {
+      try {
+        return cmd.run();
+      } catch (const std::exception& e) {
+        return llmrt::cli::fail(std::string("internal error: ") + e.what());
+      }
+    }
+  }
+  return llmrt::cli::kExitUsage;
+}
