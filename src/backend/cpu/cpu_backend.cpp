@@ -1,0 +1,137 @@
+// CpuBackend: memory, weights and the KV cache pools. Ops are in cpu_ops.cpp
+// and cpu_attention.cpp.
+#include "backend/cpu/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "core/logging.h"
+
+namespace llmrt {
+
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
+CpuBackend::~CpuBackend() = default;
+
+uint64_t CpuBackend::totalMemoryBytes() const {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+uint64_t CpuBackend::freeMemoryBytes() const {
+  // MemAvailable is what the kernel could give us without swapping.
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t value = 0;
+  std::string unit;
+  while (in >> key >> value >> unit) {
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return totalMemoryBytes() / 2;
+}
+
+Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
+  if (parts.empty()) return invalidArgument("loadWeight(" + name + "): no parts");
+  const Shape& first = parts[0].shape;
+  int64_t rows = 0;
+  for (const TensorView& p : parts) {
+    if (p.shape.rank() != first.rank() || p.shape.rank() < 1)
+      return invalidArgument("loadWeight(" + name + "): parts of different rank");
+    for (int d = 1; d < first.rank(); ++d)
+      if (p.shape[d] != first[d])
+        return invalidArgument("loadWeight(" + name + "): part shape " + p.shape.toString() +
+                               " does not match " + first.toString());
+    if (!isFloatingPoint(p.dtype))
+      return invalidArgument("loadWeight(" + name + "): dtype " + std::string(dtypeName(p.dtype)) +
+                             " is not a floating type");
+    rows += p.shape[0];
+  }
+  Shape shape = first;
+  shape[0] = rows;
+  // A single F32, contiguous, float-aligned part needs no copy.
+  if (parts.size() == 1 && parts[0].dtype == DType::kF32 && parts[0].isContiguous() &&
+      reinterpret_cast<uintptr_t>(parts[0].data) % alignof(float) == 0) {
+    weight_bytes_ += parts[0].nbytes();
+    return TensorView(parts[0].data, DType::kF32, shape);
+  }
+  std::vector<float> buf(static_cast<size_t>(shape.numel()));
+  size_t at = 0;
+  for (const TensorView& p : parts) {
+    const size_t n = static_cast<size_t>(p.numel());
+    if (reinterpret_cast<uintptr_t>(p.data) % dtypeSize(p.dtype) == 0) {
+      convertToF32(p.data, p.dtype, buf.data() + at, n);
+    } else {  // safetensors data need not be aligned: copy to aligned memory first
+      std::vector<uint8_t> tmp(p.nbytes());
+      std::memcpy(tmp.data(), p.data, tmp.size());
+      convertToF32(tmp.data(), p.dtype, buf.data() + at, n);
+    }
+    at += n;
+  }
+  weight_bytes_ += buf.size() * sizeof(float);
+  weights_.push_back(std::move(buf));
+  return TensorView(weights_.back().data(), DType::kF32, shape);
+}
+
+TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols) {
+  if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);
+  auto& buf = scratch_[static_cast<size_t>(slot)];
+  const size_t need = static_cast<size_t>(rows * cols);
+  if (buf.size() < need) buf.resize(need);
+  return TensorView(buf.data(), DType::kF32, Shape{rows, cols});
+}
+
+Status CpuBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_blocks) {
+  if (g.dtype != DType::kF32) return unimplemented("CPU backend stores the KV cache in F32 only");
+  if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 || g.tokens_per_block <= 0)
+    return invalidArgument("allocateKvPools: every pool dimension must be positive");
+  geometry_ = g;
+  secondary_blocks_ = secondary_blocks;
+  const size_t per_block = static_cast<size_t>(g.elementsPerBlock());
+  try {
+    primary_.assign(per_block * static_cast<size_t>(g.num_blocks), 0.0f);
+    secondary_.assign(per_block * static_cast<size_t>(secondary_blocks), 0.0f);
+  } catch (const std::bad_alloc&) {
+    primary_.clear();
+    secondary_.clear();
+    return resourceExhausted("cannot allocate the KV cache pools (" +
+                             formatBytes(g.bytesPerBlock() * static_cast<uint64_t>(g.num_blocks + secondary_blocks)) +
+                             ")");
+  }
+  return Status::ok();
+}
+
+float* CpuBackend::kvBlockHead(float* base, int64_t block, int64_t layer, int kv, int64_t h) const {
+  const int64_t head_elems = geometry_.tokens_per_block * geometry_.head_dim;
+  return base + block * geometry_.elementsPerBlock() + ((layer * 2 + kv) * geometry_.num_kv_heads + h) * head_elems;
+}
+
+Status CpuBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
+  const int64_t per_block = geometry_.elementsPerBlock();
+  for (const KvBlockCopy& c : copies) {
+    auto pool = [&](KvPoolKind k) -> std::pair<float*, int64_t> {
+      return k == KvPoolKind::kPrimary ? std::pair{primary_.data(), geometry_.num_blocks}
+                                       : std::pair{secondary_.data(), secondary_blocks_};
+    };
+    auto [src, src_n] = pool(c.src_pool);
+    auto [dst, dst_n] = pool(c.dst_pool);
+    if (c.src_block < 0 || c.src_block >= src_n || c.dst_block < 0 || c.dst_block >= dst_n)
+      return outOfRange("copyKvBlocks: block id out of range (src " + std::to_string(c.src_block) + ", dst " +
+                        std::to_string(c.dst_block) + ")");
+    if (c.num_tokens < 0 || c.num_tokens >= geometry_.tokens_per_block) {
+      std::memcpy(dst + c.dst_block * per_block, src + c.src_block * per_block, per_block * sizeof(float));
+      continue;
+    }
+    const size_t n = static_cast<size_t>(c.num_tokens * geometry_.head_dim) * sizeof(float);
+    for (int64_t layer = 0; layer < geometry_.num_layers; ++layer)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int64_t h = 0; h < geometry_.num_kv_heads; ++h)
+          std::memcpy(kvBlockHead(dst, c.dst_block, layer, kv, h), kvBlockHead(src, c.src_block, layer, kv, h), n);
+  }
+  return Status::ok();
+}
+
+}  // namespace llmrt

@@ -1,0 +1,65 @@
+// The CPU backend: the numerical reference. Float32 math everywhere, weights
+// converted to float32 at load, OpenBLAS for matrix products, a thread pool
+// for everything else. Written to be read; fast enough for small models.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace llmrt {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int num_threads = 0);
+  ~CpuBackend() override;
+
+  std::string name() const override { return "cpu"; }
+  Device device() const override { return Device::kCpu; }
+  int numThreads() const override { return pool_.numThreads(); }
+
+  uint64_t freeMemoryBytes() const override;
+  uint64_t totalMemoryBytes() const override;
+
+  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
+  uint64_t weightBytes() const override { return weight_bytes_; }
+  TensorView scratch(int slot, int64_t rows, int64_t cols) override;
+
+  Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) override;
+  const KvPoolGeometry& kvGeometry() const override { return geometry_; }
+  Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
+
+  void embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) override;
+  void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
+  void addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
+                  TensorView out) override;
+  void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
+  void add(TensorView x, const TensorView& y) override;
+  void gatherRows(const TensorView& src, std::span<const int64_t> rows, TensorView out) override;
+  void siluMul(const TensorView& gate_up, TensorView out) override;
+  void rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions, int64_t row_begin,
+            int64_t row_end, const RopeParams& params) override;
+  void writeKv(int64_t layer, const TensorView& k, const TensorView& v, std::span<const int64_t> slots) override;
+  void attention(int64_t layer, const TensorView& q, int64_t num_heads, std::span<const AttentionSeq> seqs,
+                 float scale, TensorView out) override;
+
+  // Test access: the float32 primary pool.
+  const float* kvPoolData() const { return primary_.data(); }
+
+ private:
+  // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block.
+  float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
+
+  ThreadPool pool_;
+  std::vector<std::vector<float>> weights_;  // owned converted weights
+  uint64_t weight_bytes_ = 0;
+  std::vector<std::vector<float>> scratch_;
+  KvPoolGeometry geometry_;
+  int64_t secondary_blocks_ = 0;
+  std::vector<float> primary_;
+  std::vector<float> secondary_;
+};
+
+}  // namespace llmrt

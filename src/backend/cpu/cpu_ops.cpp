@@ -1,0 +1,145 @@
+// CpuBackend element-wise ops and matrix products (float32).
+#include <cblas.h>
+
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace llmrt {
+namespace {
+
+// Row stride (elements) of a 2-D view; rows may be a slice of a wider buffer.
+int64_t rowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : t.shape[0]; }
+int64_t rows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
+int64_t cols(const TensorView& t) { return t.shape[t.shape.rank() - 1]; }
+
+}  // namespace
+
+void CpuBackend::embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) {
+  const int64_t dim = cols(table);
+  const size_t esz = dtypeSize(table.dtype);
+  pool_.parallelFor(static_cast<int64_t>(ids.size()), [&](int64_t b, int64_t e) {
+    std::vector<uint8_t> row(static_cast<size_t>(dim) * esz);
+    for (int64_t i = b; i < e; ++i) {
+      const uint8_t* src = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids[i]) * dim * esz;
+      std::memcpy(row.data(), src, row.size());  // source may be unaligned (mmap)
+      convertToF32(row.data(), table.dtype, out.as<float>() + i * rowStride(out), static_cast<size_t>(dim));
+    }
+  });
+}
+
+void CpuBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
+  const int64_t n = cols(x);
+  const float* w = weight.as<const float>();
+  pool_.parallelFor(rows(x), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* xr = x.as<const float>() + r * rowStride(x);
+      float* o = out.as<float>() + r * rowStride(out);
+      double ss = 0.0;
+      for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+      // As HF LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then * weight.
+      const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+      for (int64_t i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * inv);
+    }
+  }, 4);
+}
+
+void CpuBackend::addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
+                            TensorView out) {
+  add(residual, x);
+  rmsNorm(residual, weight, eps, out);
+}
+
+void CpuBackend::add(TensorView x, const TensorView& y) {
+  const int64_t n = cols(x);
+  pool_.parallelFor(rows(x), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float* xr = x.as<float>() + r * rowStride(x);
+      const float* yr = y.as<const float>() + r * rowStride(y);
+      for (int64_t i = 0; i < n; ++i) xr[i] += yr[i];
+    }
+  }, 8);
+}
+
+void CpuBackend::gatherRows(const TensorView& src, std::span<const int64_t> rows_idx, TensorView out) {
+  const int64_t n = cols(src);
+  for (size_t r = 0; r < rows_idx.size(); ++r)
+    std::memcpy(out.as<float>() + static_cast<int64_t>(r) * rowStride(out),
+                src.as<const float>() + rows_idx[r] * rowStride(src), static_cast<size_t>(n) * sizeof(float));
+}
+
+void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
+  const int64_t m = rows(x), k = cols(x), n = w.shape[0];
+  assert(w.shape[1] == k && cols(out) == n);
+  if (m == 0) return;
+  // out[m, n] = x[m, k] * W[n, k]^T
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.0f, x.as<const float>(), static_cast<int>(rowStride(x)), w.as<const float>(), static_cast<int>(k), 0.0f,
+              out.as<float>(), static_cast<int>(rowStride(out)));
+  if (bias != nullptr) {
+    const float* bv = bias->as<const float>();
+    for (int64_t r = 0; r < m; ++r) {
+      float* o = out.as<float>() + r * rowStride(out);
+      for (int64_t i = 0; i < n; ++i) o[i] += bv[i];
+    }
+  }
+}
+
+void CpuBackend::siluMul(const TensorView& gate_up, TensorView out) {
+  const int64_t inter = cols(out);
+  pool_.parallelFor(rows(out), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* g = gate_up.as<const float>() + r * rowStride(gate_up);
+      const float* u = g + inter;
+      float* o = out.as<float>() + r * rowStride(out);
+      for (int64_t i = 0; i < inter; ++i) o[i] = (g[i] / (1.0f + std::exp(-g[i]))) * u[i];
+    }
+  }, 2);
+}
+
+void CpuBackend::rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions,
+                      int64_t row_begin, int64_t row_end, const RopeParams& p) {
+  const int64_t half = p.rotary_dim / 2;
+  const int64_t q_heads = cols(q) / head_dim, k_heads = cols(k) / head_dim;
+  pool_.parallelFor(row_end - row_begin, [&](int64_t b, int64_t e) {
+    std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
+    for (int64_t r = row_begin + b; r < row_begin + e; ++r) {
+      const float pos = static_cast<float>(positions[r]);
+      for (int64_t i = 0; i < half; ++i) {
+        const float theta = pos * p.inv_freq[i];  // float32, as HF's inv_freq @ position_ids
+        cs[i] = std::cos(theta) * p.attention_scaling;
+        sn[i] = std::sin(theta) * p.attention_scaling;
+      }
+      auto rotate = [&](float* row, int64_t heads) {
+        for (int64_t h = 0; h < heads; ++h) {
+          float* x = row + h * head_dim;
+          for (int64_t i = 0; i < half; ++i) {
+            const float x1 = x[i], x2 = x[i + half];
+            x[i] = x1 * cs[i] - x2 * sn[i];
+            x[i + half] = x2 * cs[i] + x1 * sn[i];
+          }
+        }
+      };
+      rotate(q.as<float>() + r * rowStride(q), q_heads);
+      rotate(k.as<float>() + r * rowStride(k), k_heads);
+    }
+  });
+}
+
+void CpuBackend::writeKv(int64_t layer, const TensorView& k, const TensorView& v, std::span<const int64_t> slots) {
+  const int64_t tpb = geometry_.tokens_per_block, hd = geometry_.head_dim, kvh = geometry_.num_kv_heads;
+  for (size_t r = 0; r < slots.size(); ++r) {
+    const int64_t block = slots[r] / tpb, off = slots[r] % tpb;
+    for (int kv = 0; kv < 2; ++kv) {
+      const TensorView& src = kv == 0 ? k : v;
+      const float* row = src.as<const float>() + static_cast<int64_t>(r) * rowStride(src);
+      for (int64_t h = 0; h < kvh; ++h)
+        std::memcpy(kvBlockHead(primary_.data(), block, layer, kv, h) + off * hd, row + h * hd, hd * sizeof(float));
+    }
+  }
+}
+
+}  // namespace llmrt

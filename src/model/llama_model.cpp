@@ -1,0 +1,180 @@
+#include "model/llama_model.h"
+
+#include <cmath>
+
+#include "core/logging.h"
+
+namespace llmrt {
+namespace {
+
+// Columns [begin, begin + n) of a row-major 2-D view, as a strided view.
+TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
+  TensorView v = t;
+  v.data = t.as<float>() + begin;
+  v.shape = Shape{t.shape[0], n};
+  v.strides = Shape{t.strides[0], 1};
+  return v;
+}
+
+std::string layerName(int64_t i, const char* suffix) { return "model.layers." + std::to_string(i) + "." + suffix; }
+
+}  // namespace
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const ModelConfig& config, const WeightSource& weights,
+                                                     Backend& backend) {
+  std::unique_ptr<LlamaModel> m(new LlamaModel(config, backend));
+  LLMRT_RETURN_IF_ERROR(m->loadWeights(weights));
+  m->rope_ = computeRopeTable(config, config.max_position_embeddings);
+  return m;
+}
+
+Status LlamaModel::loadWeights(const WeightSource& weights) {
+  const ModelConfig& c = config_;
+  // Fetches tensors, checks their shapes, and hands them to the backend fused.
+  auto fetch = [&](const std::string& name, Shape expect) -> Result<TensorView> {
+    LLMRT_ASSIGN_OR_RETURN(TensorView t, weights(name));
+    if (t.shape != expect)
+      return invalidArgument("tensor '" + name + "' has shape " + t.shape.toString() + "; expected " +
+                             expect.toString());
+    return t;
+  };
+  auto load = [&](const std::string& fused_name, std::initializer_list<std::pair<std::string, Shape>> parts,
+                  TensorView& out) -> Status {
+    std::vector<TensorView> views;
+    for (const auto& [name, shape] : parts) {
+      LLMRT_ASSIGN_OR_RETURN(TensorView t, fetch(name, shape));
+      views.push_back(t);
+    }
+    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(views, fused_name));
+    return Status::ok();
+  };
+
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize(), V = c.vocab_size;
+  LLMRT_RETURN_IF_ERROR(load("model.embed_tokens.weight", {{"model.embed_tokens.weight", {V, H}}}, embed_));
+  LLMRT_RETURN_IF_ERROR(load("model.norm.weight", {{"model.norm.weight", {H}}}, final_norm_));
+  if (c.tie_word_embeddings) {
+    lm_head_ = embed_;
+  } else {
+    LLMRT_RETURN_IF_ERROR(load("lm_head.weight", {{"lm_head.weight", {V, H}}}, lm_head_));
+  }
+  layers_.resize(static_cast<size_t>(c.num_hidden_layers));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    Layer& L = layers_[static_cast<size_t>(i)];
+    auto n = [&](const char* s) { return layerName(i, s); };
+    LLMRT_RETURN_IF_ERROR(load(n("input_layernorm.weight"), {{n("input_layernorm.weight"), {H}}}, L.input_norm));
+    LLMRT_RETURN_IF_ERROR(
+        load(n("post_attention_layernorm.weight"), {{n("post_attention_layernorm.weight"), {H}}}, L.post_norm));
+    LLMRT_RETURN_IF_ERROR(load(n("self_attn.qkv_proj.weight"),
+                               {{n("self_attn.q_proj.weight"), {Q, H}},
+                                {n("self_attn.k_proj.weight"), {KV, H}},
+                                {n("self_attn.v_proj.weight"), {KV, H}}},
+                               L.qkv_w));
+    if (c.attention_bias) {
+      LLMRT_RETURN_IF_ERROR(load(n("self_attn.qkv_proj.bias"),
+                                 {{n("self_attn.q_proj.bias"), {Q}},
+                                  {n("self_attn.k_proj.bias"), {KV}},
+                                  {n("self_attn.v_proj.bias"), {KV}}},
+                                 L.qkv_b));
+    }
+    LLMRT_RETURN_IF_ERROR(load(n("self_attn.o_proj.weight"), {{n("self_attn.o_proj.weight"), {H, Q}}}, L.o_w));
+    if (c.o_proj_bias)
+      LLMRT_RETURN_IF_ERROR(load(n("self_attn.o_proj.bias"), {{n("self_attn.o_proj.bias"), {H}}}, L.o_b));
+    LLMRT_RETURN_IF_ERROR(load(n("mlp.gate_up_proj.weight"),
+                               {{n("mlp.gate_proj.weight"), {I, H}}, {n("mlp.up_proj.weight"), {I, H}}},
+                               L.gate_up_w));
+    LLMRT_RETURN_IF_ERROR(load(n("mlp.down_proj.weight"), {{n("mlp.down_proj.weight"), {H, I}}}, L.down_w));
+    if (c.mlp_bias) {
+      LLMRT_RETURN_IF_ERROR(load(n("mlp.gate_up_proj.bias"),
+                                 {{n("mlp.gate_proj.bias"), {I}}, {n("mlp.up_proj.bias"), {I}}}, L.gate_up_b));
+      LLMRT_RETURN_IF_ERROR(load(n("mlp.down_proj.bias"), {{n("mlp.down_proj.bias"), {H}}}, L.down_b));
+    }
+    L.sliding_window = c.slidingWindowForLayer(i);
+  }
+  return Status::ok();
+}
+
+Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
+  const ModelConfig& c = config_;
+  const int64_t T = batch.numTokens();
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
+  const int64_t tpb = backend_.kvGeometry().tokens_per_block;
+  if (T == 0) return invalidArgument("forward: empty batch");
+  if (tpb <= 0) return failedPrecondition("forward: KV cache pools are not allocated");
+
+  // Positions and cache slots of the packed tokens; attention metadata.
+  std::vector<int32_t> positions(static_cast<size_t>(T));
+  std::vector<int64_t> slots(static_cast<size_t>(T));
+  std::vector<AttentionSeq> attn(batch.seqs.size());
+  std::vector<int64_t> logit_rows;
+  int64_t row = 0;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const ForwardSeq& fs = batch.seqs[s];
+    const int64_t kv_len = fs.num_cached + fs.num_new;
+    if (static_cast<int64_t>(fs.block_table.size()) * tpb < kv_len)
+      return invalidArgument("forward: sequence " + std::to_string(s) + " has " + std::to_string(fs.block_table.size()) +
+                             " blocks for " + std::to_string(kv_len) + " tokens");
+    if (kv_len > c.max_position_embeddings && c.rope_scaling.type != RopeScalingType::kDynamic)
+      LLMRT_LOG_DEBUG("sequence %zu runs past max_position_embeddings (%lld)", s,
+                      static_cast<long long>(c.max_position_embeddings));
+    attn[s] = AttentionSeq{row, fs.num_new, kv_len, fs.block_table.data(), 0};
+    for (int64_t i = 0; i < fs.num_new; ++i) {
+      const int64_t pos = fs.num_cached + i;
+      positions[static_cast<size_t>(row + i)] = static_cast<int32_t>(pos);
+      slots[static_cast<size_t>(row + i)] = static_cast<int64_t>(fs.block_table[static_cast<size_t>(pos / tpb)]) * tpb + pos % tpb;
+      if (fs.logits == LogitsMode::kAll || (fs.logits == LogitsMode::kLast && i == fs.num_new - 1))
+        logit_rows.push_back(row + i);
+    }
+    row += fs.num_new;
+  }
+
+  TensorView x = backend_.scratch(0, T, H);
+  TensorView h = backend_.scratch(1, T, H);
+  TensorView qkv = backend_.scratch(2, T, Q + 2 * KV);
+  TensorView attn_out = backend_.scratch(3, T, Q);
+  TensorView gate_up = backend_.scratch(4, T, 2 * I);
+  TensorView act = backend_.scratch(5, T, I);
+  TensorView tmp = backend_.scratch(6, T, H);
+  TensorView q = columns(qkv, 0, Q), k = columns(qkv, Q, KV), v = columns(qkv, Q + KV, KV);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float eps = static_cast<float>(c.rms_norm_eps);
+
+  // Rope tables: one for all, or one per sequence for dynamic NTK.
+  std::vector<RopeTable> seq_rope;
+  if (ropeDependsOnLength(c))
+    for (const ForwardSeq& fs : batch.seqs) seq_rope.push_back(computeRopeTable(c, fs.num_cached + fs.num_new));
+
+  backend_.embedding(embed_, batch.token_ids, x);
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& L = layers_[li];
+    const int64_t layer = static_cast<int64_t>(li);
+    backend_.rmsNorm(x, L.input_norm, eps, h);
+    backend_.linear(h, L.qkv_w, L.qkv_b.data ? &L.qkv_b : nullptr, qkv);
+    for (size_t s = 0; s < attn.size(); ++s) {
+      const RopeTable& rt = seq_rope.empty() ? rope_ : seq_rope[s];
+      backend_.rope(q, k, c.head_dim, positions, attn[s].q_start, attn[s].q_start + attn[s].q_len,
+                    RopeParams{rt.inv_freq.data(), rt.rotary_dim, rt.attention_scaling});
+      attn[s].sliding_window = L.sliding_window.value_or(0);
+    }
+    backend_.writeKv(layer, k, v, slots);
+    backend_.attention(layer, q, c.num_attention_heads, attn, scale, attn_out);
+    backend_.linear(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, tmp);
+    backend_.add(x, tmp);
+    backend_.rmsNorm(x, L.post_norm, eps, h);
+    backend_.linear(h, L.gate_up_w, L.gate_up_b.data ? &L.gate_up_b : nullptr, gate_up);
+    backend_.siluMul(gate_up, act);
+    backend_.linear(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, tmp);
+    backend_.add(x, tmp);
+  }
+
+  const int64_t R = static_cast<int64_t>(logit_rows.size());
+  if (R == 0) return TensorView(nullptr, DType::kF32, Shape{0, c.vocab_size});
+  TensorView last = backend_.scratch(7, R, H);
+  TensorView last_norm = backend_.scratch(8, R, H);
+  backend_.gatherRows(x, logit_rows, last);
+  backend_.rmsNorm(last, final_norm_, eps, last_norm);
+  TensorView logits = backend_.scratch(9, R, c.vocab_size);
+  backend_.linear(last_norm, lm_head_, nullptr, logits);
+  return logits;
+}
+
+}  // namespace llmrt

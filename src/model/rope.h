@@ -1,0 +1,26 @@
+// Rotary position embedding frequencies as HF transformers computes them
+// (modeling_rope_utils): default, linear, dynamic NTK, llama3 and yarn.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "llmrt/model_config.h"
+
+namespace llmrt {
+
+struct RopeTable {
+  std::vector<float> inv_freq;  // [rotary_dim / 2], float32 like HF's buffer
+  float attention_scaling = 1.0f;
+  int64_t rotary_dim = 0;
+};
+
+// Frequencies for a sequence whose longest position is seq_len - 1. Only
+// dynamic NTK depends on seq_len (HF recomputes it when seq_len exceeds
+// max_position_embeddings); for the others pass anything.
+RopeTable computeRopeTable(const ModelConfig& config, int64_t seq_len);
+
+// True when the table depends on the sequence length (dynamic NTK).
+bool ropeDependsOnLength(const ModelConfig& config);
+
+}  // namespace llmrt

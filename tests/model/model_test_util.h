@@ -1,0 +1,107 @@
+// Helpers for model tests: load a HF model directory on the CPU backend and run
+// prompts through it with simple contiguous block tables (no KV manager).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/mapped_file.h"
+#include "loader/config_parser.h"
+#include "loader/weight_store.h"
+#include "model/llama_model.h"
+
+namespace llmrt::test {
+
+inline std::string sharedTestdata() { return LLMRT_SHARED_TESTDATA; }
+
+struct LoadedModel {
+  ModelConfig config;
+  WeightStore store;
+  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<LlamaModel> model;
+  int64_t tokens_per_block = 0;
+  int64_t next_block = 0;
+
+  // Fresh, distinct blocks for a sequence of up to `tokens` tokens.
+  std::vector<int32_t> allocBlocks(int64_t tokens) {
+    std::vector<int32_t> t;
+    for (int64_t i = 0; i < (tokens + tokens_per_block - 1) / tokens_per_block; ++i)
+      t.push_back(static_cast<int32_t>(next_block++));
+    return t;
+  }
+};
+
+inline Result<LoadedModel> loadModel(const std::string& dir, int64_t num_blocks = 256, int64_t tokens_per_block = 8,
+                                     int threads = 2) {
+  LoadedModel m;
+  LLMRT_ASSIGN_OR_RETURN(m.config, loadModelConfig(dir + "/config.json"));
+  LLMRT_ASSIGN_OR_RETURN(m.store, WeightStore::openDirectory(dir));
+  m.backend = std::make_unique<CpuBackend>(threads);
+  const WeightStore* store = &m.store;
+  LLMRT_ASSIGN_OR_RETURN(
+      m.model, LlamaModel::load(m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend));
+  KvPoolGeometry g{num_blocks, m.config.num_hidden_layers, m.config.num_key_value_heads, m.config.head_dim,
+                   tokens_per_block, DType::kF32};
+  LLMRT_RETURN_IF_ERROR(m.backend->allocateKvPools(g, 0));
+  m.tokens_per_block = tokens_per_block;
+  return m;
+}
+
+inline std::vector<float> toVector(const TensorView& t) {
+  const float* p = t.as<const float>();
+  return std::vector<float>(p, p + t.numel());
+}
+
+inline int32_t argmax(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+// Greedy continuation with the KV cache: one prefill step then one step per token.
+inline std::vector<int32_t> greedy(LoadedModel& m, const std::vector<int32_t>& prompt, int n_new) {
+  std::vector<int32_t> blocks = m.allocBlocks(static_cast<int64_t>(prompt.size()) + n_new);
+  std::vector<int32_t> out;
+  ForwardBatch b;
+  b.add(prompt.data(), static_cast<int64_t>(prompt.size()), 0, blocks, LogitsMode::kLast);
+  auto logits = m.model->forward(b);
+  EXPECT_TRUE(logits.isOk()) << logits.status().toString();
+  if (!logits.isOk()) return out;
+  int64_t cached = static_cast<int64_t>(prompt.size());
+  for (int i = 0; i < n_new; ++i) {
+    int32_t next = argmax(logits->as<const float>(), m.config.vocab_size);
+    out.push_back(next);
+    if (i + 1 == n_new) break;
+    ForwardBatch d;
+    d.add(&next, 1, cached, blocks, LogitsMode::kLast);
+    logits = m.model->forward(d);
+    EXPECT_TRUE(logits.isOk()) << logits.status().toString();
+    if (!logits.isOk()) return out;
+    ++cached;
+  }
+  return out;
+}
+
+// max |a - b| <= rel * max|b| + abs
+inline void expectClose(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs,
+                        const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double max_ref = 0, max_diff = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(static_cast<double>(want[i])));
+    double d = std::fabs(static_cast<double>(got[i]) - want[i]);
+    if (d > max_diff) {
+      max_diff = d;
+      worst = i;
+    }
+  }
+  EXPECT_LE(max_diff, rel * max_ref + abs) << what << ": worst at " << worst << " got " << got[worst] << " want "
+                                           << want[worst] << " (max |ref| " << max_ref << ")";
+}
+
+}  // namespace llmrt::test
