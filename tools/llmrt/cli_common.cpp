@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -38,6 +39,13 @@ std::string jsonEscape(const std::string& s) {
     }
   }
   return out;
+}
+
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
 }
 
 }  // namespace llmrt::cli

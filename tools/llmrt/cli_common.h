@@ -31,5 +31,10 @@ struct Command {
 Command addTokenizeCommand(CLI::App& app);
 Command addDetokenizeCommand(CLI::App& app);
 Command addInspectCommand(CLI::App& app);
+Command addGenerateCommand(CLI::App& app);
+Command addPerplexityCommand(CLI::App& app);
+
+// A finite double as JSON (NaN/inf become null).
+std::string jsonNumber(double v);
 
 }  // namespace llmrt::cli

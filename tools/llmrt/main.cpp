@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "llmrt 0.1.0");
   const std::vector<llmrt::cli::Command> commands = {
       llmrt::cli::addInspectCommand(app),
+      llmrt::cli::addGenerateCommand(app),
+      llmrt::cli::addPerplexityCommand(app),
       llmrt::cli::addTokenizeCommand(app),
       llmrt::cli::addDetokenizeCommand(app),
   };

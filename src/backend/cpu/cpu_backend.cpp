@@ -2,6 +2,7 @@
 // and cpu_attention.cpp.
 #include "backend/cpu/cpu_backend.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,25 @@
 #include "core/logging.h"
 
 namespace llmrt {
+
+CpuBackend::LazyBuffer::~LazyBuffer() {
+  if (data_ != nullptr) munmap(data_, bytes_);
+}
+
+Status CpuBackend::LazyBuffer::allocate(size_t floats) {
+  if (data_ != nullptr) munmap(data_, bytes_);
+  data_ = nullptr;
+  bytes_ = floats * sizeof(float);
+  if (bytes_ == 0) return Status::ok();
+  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    const size_t want = bytes_;
+    bytes_ = 0;
+    return resourceExhausted("cannot reserve " + formatBytes(want) + " for a KV cache pool");
+  }
+  data_ = static_cast<float*>(p);
+  return Status::ok();
+}
 
 CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
 CpuBackend::~CpuBackend() = default;
@@ -91,16 +111,8 @@ Status CpuBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_bl
   geometry_ = g;
   secondary_blocks_ = secondary_blocks;
   const size_t per_block = static_cast<size_t>(g.elementsPerBlock());
-  try {
-    primary_.assign(per_block * static_cast<size_t>(g.num_blocks), 0.0f);
-    secondary_.assign(per_block * static_cast<size_t>(secondary_blocks), 0.0f);
-  } catch (const std::bad_alloc&) {
-    primary_.clear();
-    secondary_.clear();
-    return resourceExhausted("cannot allocate the KV cache pools (" +
-                             formatBytes(g.bytesPerBlock() * static_cast<uint64_t>(g.num_blocks + secondary_blocks)) +
-                             ")");
-  }
+  LLMRT_RETURN_IF_ERROR(primary_.allocate(per_block * static_cast<size_t>(g.num_blocks)));
+  LLMRT_RETURN_IF_ERROR(secondary_.allocate(per_block * static_cast<size_t>(secondary_blocks)));
   return Status::ok();
 }
 

@@ -48,6 +48,22 @@ class CpuBackend final : public Backend {
   // Test access: the float32 primary pool.
   const float* kvPoolData() const { return primary_.data(); }
 
+  // Anonymous zero-filled memory the OS commits page by page on first touch,
+  // so a large pool costs only what is used.
+  class LazyBuffer {
+   public:
+    LazyBuffer() = default;
+    ~LazyBuffer();
+    LazyBuffer(const LazyBuffer&) = delete;
+    LazyBuffer& operator=(const LazyBuffer&) = delete;
+    Status allocate(size_t floats);
+    float* data() const { return data_; }
+
+   private:
+    float* data_ = nullptr;
+    size_t bytes_ = 0;
+  };
+
  private:
   // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block.
   float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
@@ -58,8 +74,8 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> scratch_;
   KvPoolGeometry geometry_;
   int64_t secondary_blocks_ = 0;
-  std::vector<float> primary_;
-  std::vector<float> secondary_;
+  LazyBuffer primary_;
+  LazyBuffer secondary_;
 };
 
 }  // namespace llmrt

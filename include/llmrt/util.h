@@ -1,0 +1,19 @@
+// Small public utilities for front ends: logging control and .npy output.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "llmrt/status.h"
+
+namespace llmrt {
+
+// Sets the library's log level: "trace", "debug", "info", "warning", "error" or "off".
+Status setLogLevelByName(std::string_view name);
+
+// Writes float32 data of the given shape as a NumPy .npy file ('<f4', C order).
+Status writeNpyFile(const std::string& path, const float* data, const std::vector<int64_t>& shape);
+
+}  // namespace llmrt

@@ -1,0 +1,93 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/logging.h"
+#include "kv/kv_cache_sizing.h"
+
+namespace llmrt {
+
+Status EngineOptions::validate() const {
+  if (model_dir.empty()) return fieldError("EngineOptions", "model", "\"\"", "a model directory");
+  if (backend != "cpu")
+    return fieldError("EngineOptions", "backend", "\"" + backend + "\"",
+                      "\"cpu\" (this build has no CUDA backend yet)");
+  if (num_threads < 0) return fieldError("EngineOptions", "num_threads", std::to_string(num_threads), ">= 0");
+  if (max_seq_len < 0) return fieldError("EngineOptions", "max_seq_len", std::to_string(max_seq_len), ">= 0");
+  if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
+    return fieldError("EngineOptions", "max_num_tokens", std::to_string(max_num_tokens), "an integer in [1, 1048576]");
+  return kv_cache_config.validate();
+}
+
+Engine::~Engine() = default;
+
+namespace {
+
+// The CPU backend reports host memory to the KV sizing rule.
+class BackendMemoryReporter final : public KvMemoryReporter {
+ public:
+  explicit BackendMemoryReporter(const Backend& b) : b_(b) {}
+  KvMemoryInfo primaryMemoryInfo() const override { return {b_.totalMemoryBytes(), b_.freeMemoryBytes()}; }
+
+ private:
+  const Backend& b_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  LLMRT_RETURN_IF_ERROR(options.validate());
+  std::unique_ptr<Engine> e(new Engine());
+  e->options_ = options;
+  LLMRT_ASSIGN_OR_RETURN(e->dir_, ModelDirectory::open(options.model_dir));
+  const ModelConfig& cfg = e->dir_.config;
+
+  e->max_seq_len_ = options.max_seq_len > 0 ? options.max_seq_len : cfg.max_position_embeddings;
+  if (e->max_seq_len_ > (int64_t{1} << 30))
+    return fieldError("EngineOptions", "max_seq_len", std::to_string(e->max_seq_len_), "at most 2^30");
+
+  if (e->dir_.generation && !e->dir_.generation->eos_token_ids.empty()) {
+    for (int64_t id : e->dir_.generation->eos_token_ids) e->eos_ids_.push_back(static_cast<TokenId>(id));
+  } else {
+    for (int64_t id : cfg.eos_token_ids) e->eos_ids_.push_back(static_cast<TokenId>(id));
+  }
+  if (!cfg.bos_token_ids.empty()) e->bos_id_ = static_cast<TokenId>(cfg.bos_token_ids.front());
+
+  if (e->dir_.tokenizer_json) {
+    LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromFile(*e->dir_.tokenizer_json));
+  }
+
+  e->backend_ = std::make_unique<CpuBackend>(options.num_threads);
+  const WeightStore* weights = &e->dir_.weights;
+  LLMRT_ASSIGN_OR_RETURN(e->model_, LlamaModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
+                                                     *e->backend_));
+  LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
+                 formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());
+
+  // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU).
+  KvCacheLayout layout;
+  layout.num_layers = static_cast<int32_t>(cfg.num_hidden_layers);
+  layout.num_kv_heads = static_cast<int32_t>(cfg.num_key_value_heads);
+  layout.head_dim = static_cast<int32_t>(cfg.head_dim);
+  layout.dtype = DType::kF32;
+  layout.max_sequence_length = static_cast<int32_t>(e->max_seq_len_);
+  BackendMemoryReporter memory(*e->backend_);
+  KvCacheConfig kv_config = options.kv_cache_config;
+  if (!kv_config.max_tokens && !kv_config.free_gpu_memory_fraction) {
+    // On the CPU, host memory is shared with everything else: unless the user
+    // sized the cache, cap it at what a few full-length sequences need.
+    kv_config.max_tokens = std::max<int64_t>(4 * e->max_seq_len_, 32768);
+    LLMRT_LOG_INFO("KV cache on the CPU backend capped at %lld tokens (set max_tokens or free_gpu_memory_fraction "
+                   "to change)", static_cast<long long>(*kv_config.max_tokens));
+  }
+  LLMRT_ASSIGN_OR_RETURN(KvCacheSizing sizing, computeKvCacheSizing(kv_config, layout, memory));
+  KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
+                          sizing.tokens_per_block, DType::kF32};
+  LLMRT_RETURN_IF_ERROR(e->backend_->allocateKvPools(geometry, sizing.num_secondary_blocks));
+  LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing));
+  e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, *e->kv_, e->eos_ids_);
+  return e;
+}
+
+}  // namespace llmrt

@@ -1,0 +1,76 @@
+#include "runtime/model_runner.h"
+
+namespace llmrt {
+
+ModelRunner::ModelRunner(LlamaModel& model, Backend& backend, KvCacheManager& kv, std::vector<TokenId> eos_ids)
+    : model_(model), backend_(backend), kv_(kv), eos_ids_(std::move(eos_ids)) {}
+
+Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSequence> seqs) {
+  // 1. Block copies the KV manager queued (onboards, offloads, partial reuse).
+  if (kv_.hasPendingCopies()) {
+    std::vector<BlockCopy> copies = kv_.takePendingCopies();
+    std::vector<KvBlockCopy> backend_copies;
+    backend_copies.reserve(copies.size());
+    auto pool = [](KvPool p) { return p == KvPool::kPrimary ? KvPoolKind::kPrimary : KvPoolKind::kSecondary; };
+    for (const BlockCopy& c : copies)
+      backend_copies.push_back(KvBlockCopy{pool(c.src_pool), c.src_block, pool(c.dst_pool), c.dst_block,
+                                           c.num_tokens == 0 ? -1 : c.num_tokens});
+    LLMRT_RETURN_IF_ERROR(backend_.copyKvBlocks(backend_copies).withContext("KV block copies"));
+  }
+
+  // 2. The packed batch.
+  ForwardBatch batch;
+  std::vector<int64_t> first_row(seqs.size());
+  int64_t rows = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const StepSequence& s = seqs[i];
+    const int32_t computed = kv_.numComputedTokens(s.id);
+    if (computed < 0) return invalidArgument("step: unknown sequence " + std::to_string(s.id));
+    if (s.num_compute <= 0 || computed + s.num_compute > kv_.numAllocatedTokens(s.id) ||
+        computed + s.num_compute > static_cast<int64_t>(s.tokens.size()))
+      return invalidArgument("step: sequence " + std::to_string(s.id) + " asks for " + std::to_string(s.num_compute) +
+                             " tokens beyond its allocated KV");
+    std::span<const BlockId> table = kv_.blockTable(s.id);
+    LogitsMode mode = s.return_logits ? LogitsMode::kAll : (s.sample || s.return_last_logits ? LogitsMode::kLast
+                                                                                              : LogitsMode::kNone);
+    batch.add(s.tokens.data() + computed, s.num_compute, computed, std::vector<int32_t>(table.begin(), table.end()),
+              mode);
+    first_row[i] = rows;
+    rows += mode == LogitsMode::kAll ? s.num_compute : (mode == LogitsMode::kLast ? 1 : 0);
+  }
+
+  // 3. Forward, then the KV of every computed token is final.
+  LLMRT_ASSIGN_OR_RETURN(TensorView logits, model_.forward(batch));
+  for (const StepSequence& s : seqs) LLMRT_RETURN_IF_ERROR(kv_.markComputed(s.id, s.num_compute));
+  ++steps_;
+  computed_tokens_ += static_cast<uint64_t>(batch.numTokens());
+
+  // 4. Sampling and requested logits.
+  const int64_t vocab = logits.shape[1];
+  std::vector<StepSequenceResult> out(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const StepSequence& s = seqs[i];
+    const ForwardSeq& fs = batch.seqs[i];
+    if (fs.logits == LogitsMode::kNone) continue;
+    const int64_t n_rows = fs.logits == LogitsMode::kAll ? s.num_compute : 1;
+    const float* last = logits.as<const float>() + (first_row[i] + n_rows - 1) * vocab;
+    if (s.return_logits) {
+      const float* first = logits.as<const float>() + first_row[i] * vocab;
+      out[i].logits.assign(first, first + n_rows * vocab);
+    } else if (s.return_last_logits) {
+      out[i].logits.assign(last, last + vocab);
+    }
+    if (s.sample) {
+      auto r = sampler_.sample(last, vocab, *s.params, *s.state, eos_ids_);
+      if (!r.isOk()) {
+        out[i].error = r.status();
+        continue;
+      }
+      out[i].sampled = true;
+      out[i].sample = *r;
+    }
+  }
+  return out;
+}
+
+}  // namespace llmrt

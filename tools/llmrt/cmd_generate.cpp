@@ -1,0 +1,204 @@
+// llmrt generate: text (or ids) in, generated text out, streamed as it comes.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "cli_common.h"
+#include "llmrt/llm.h"
+#include "llmrt/util.h"
+
+namespace llmrt::cli {
+namespace {
+
+struct GenerateFlags {
+  std::string model, prompt, input_ids, backend = "cpu", logits_npy, gen_logits_npy, log_level = "warning";
+  int max_tokens = 64, top_k = 0, min_tokens = 0, n = 1, threads = 0;
+  float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f, presence_penalty = 0.0f,
+        frequency_penalty = 0.0f;
+  std::optional<uint64_t> seed;
+  std::optional<int> logprobs;
+  std::vector<std::string> stop;
+  std::vector<int> stop_token_ids;
+  bool ignore_eos = false, json = false;
+  int64_t max_seq_len = 0, max_num_tokens = 8192, kv_max_tokens = 0;
+  int tokens_per_block = 32;
+};
+
+Result<std::vector<TokenId>> parseIds(const std::string& s) {
+  std::vector<TokenId> ids;
+  std::string cleaned = s;
+  for (char& c : cleaned)
+    if (c == ',' || c == '[' || c == ']') c = ' ';
+  std::istringstream in(cleaned);
+  std::string w;
+  while (in >> w) {
+    char* end = nullptr;
+    long long v = std::strtoll(w.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > INT32_MAX) return invalidArgument("--input-ids: not a token id: '" + w + "'");
+    ids.push_back(static_cast<TokenId>(v));
+  }
+  if (ids.empty()) return invalidArgument("--input-ids: no ids given");
+  return ids;
+}
+
+std::string idsJson(const std::vector<TokenId>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Command addGenerateCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Generate text from a prompt");
+  auto f = std::make_shared<GenerateFlags>();
+  cmd->add_option("--model", f->model, "HF model directory")->required();
+  auto* p = cmd->add_option("--prompt", f->prompt, "Prompt text (special tokens such as BOS are added)");
+  auto* ids = cmd->add_option("--input-ids", f->input_ids, "Prompt as token ids, e.g. 1,2,3 (no BOS added)");
+  p->excludes(ids);
+  cmd->add_option("--max-tokens", f->max_tokens, "Most tokens to generate")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--min-tokens", f->min_tokens, "Generate at least this many tokens")->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--temperature", f->temperature, "0 = greedy (default)");
+  cmd->add_option("--top-k", f->top_k, "0 = disabled");
+  cmd->add_option("--top-p", f->top_p, "1 = disabled");
+  cmd->add_option("--min-p", f->min_p, "0 = disabled");
+  cmd->add_option("--repetition-penalty", f->repetition_penalty);
+  cmd->add_option("--presence-penalty", f->presence_penalty);
+  cmd->add_option("--frequency-penalty", f->frequency_penalty);
+  cmd->add_option("--seed", f->seed, "Sampling seed (reproducible output)");
+  cmd->add_option("--stop", f->stop, "Stop string (repeatable)");
+  cmd->add_option("--stop-token-id", f->stop_token_ids, "Extra stop token id (repeatable)");
+  cmd->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at EOS");
+  cmd->add_option("--logprobs", f->logprobs, "Report logprobs of chosen tokens and N alternatives");
+  cmd->add_option("--n", f->n, "Independent samples of the prompt");
+  cmd->add_option("--backend", f->backend, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--threads", f->threads, "CPU threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--max-seq-len", f->max_seq_len, "Prompt + generated tokens (default: the model's limit)");
+  cmd->add_option("--max-num-tokens", f->max_num_tokens, "Tokens computed per step");
+  cmd->add_option("--kv-cache-max-tokens", f->kv_max_tokens, "KV cache size in tokens");
+  cmd->add_option("--tokens-per-block", f->tokens_per_block, "KV cache block size (power of two)");
+  cmd->add_option("--output-logits-npy", f->logits_npy, "Write the prompt's logits [tokens, vocab] as .npy");
+  cmd->add_option("--output-generation-logits-npy", f->gen_logits_npy,
+                  "Write the logits of each generated step [steps, vocab] as .npy");
+  cmd->add_flag("--json", f->json, "Print one JSON object instead of streaming text");
+  cmd->add_option("--log-level", f->log_level, "trace|debug|info|warning|error|off");
+  return {cmd, [f]() -> int {
+    if (f->prompt.empty() && f->input_ids.empty()) return fail("one of --prompt or --input-ids is required", kExitUsage);
+    if (Status s = setLogLevelByName(f->log_level); !s.isOk()) return fail(s.message(), kExitUsage);
+    LlmArgs args;
+    args.model = f->model;
+    args.backend = f->backend;
+    args.max_seq_len = f->max_seq_len;
+    args.max_num_tokens = f->max_num_tokens;
+    args.num_threads = f->threads;
+    args.kv_cache_config.tokens_per_block = f->tokens_per_block;
+    if (f->kv_max_tokens > 0) args.kv_cache_config.max_tokens = f->kv_max_tokens;
+    auto llm = LLM::create(args);
+    if (!llm.isOk()) return fail(llm.status());
+
+    Prompt prompt;
+    if (!f->input_ids.empty()) {
+      auto parsed = parseIds(f->input_ids);
+      if (!parsed.isOk()) return fail(parsed.status().message(), kExitUsage);
+      prompt = Prompt::fromIds(*parsed);
+    } else {
+      prompt = Prompt::fromText(f->prompt);
+    }
+    SamplingParams sp = (*llm)->defaultSamplingParams();
+    sp.temperature = f->temperature;
+    sp.top_k = f->top_k;
+    sp.top_p = f->top_p;
+    sp.min_p = f->min_p;
+    sp.repetition_penalty = f->repetition_penalty;
+    sp.presence_penalty = f->presence_penalty;
+    sp.frequency_penalty = f->frequency_penalty;
+    sp.seed = f->seed;
+    sp.max_tokens = f->max_tokens;
+    sp.min_tokens = f->min_tokens;
+    sp.ignore_eos = f->ignore_eos;
+    sp.stop = f->stop;
+    sp.stop_token_ids.assign(f->stop_token_ids.begin(), f->stop_token_ids.end());
+    sp.logprobs = f->logprobs;
+    sp.n = f->n;
+    RequestOptions ro;
+    ro.return_context_logits = !f->logits_npy.empty();
+    ro.return_generation_logits = !f->gen_logits_npy.empty();
+
+    const bool stream = !f->json;
+    if (stream && prompt.text) {
+      std::fputs(prompt.text->c_str(), stdout);
+      std::fflush(stdout);
+    }
+    TokenCallback cb = nullptr;
+    if (stream && f->n == 1) {
+      cb = [](size_t, int, TokenId, const std::string& text, FinishReason) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      };
+    }
+    auto outs = (*llm)->generate({prompt}, {sp}, {ro}, cb);
+    if (!outs.isOk()) return fail(outs.status());
+    const RequestOutput& out = (*outs)[0];
+    if (!out.status.isOk()) {
+      if (stream) std::fputc('\n', stdout);
+      return fail(out.status);
+    }
+    const int64_t vocab = (*llm)->modelConfig().vocab_size;
+    if (!f->logits_npy.empty()) {
+      Status s = writeNpyFile(f->logits_npy, out.context_logits.data(),
+                              {static_cast<int64_t>(out.prompt_token_ids.size()), vocab});
+      if (!s.isOk()) return fail(s);
+    }
+    if (!f->gen_logits_npy.empty()) {
+      const auto& g = out.outputs[0].generation_logits;
+      Status s = writeNpyFile(f->gen_logits_npy, g.data(), {static_cast<int64_t>(g.size()) / vocab, vocab});
+      if (!s.isOk()) return fail(s);
+    }
+    LlmStats st = (*llm)->stats();
+    const size_t generated = out.outputs[0].token_ids.size();
+    const double decode_s = out.total_time_s - out.time_to_first_token_s;
+    const double tps = generated > 1 && decode_s > 0 ? static_cast<double>(generated - 1) / decode_s : 0.0;
+    if (stream) {
+      if (f->n > 1) {
+        for (const auto& c : out.outputs) std::printf("\n[%d] %s", c.index, c.text.c_str());
+      }
+      std::fputc('\n', stdout);
+      std::fprintf(stderr, "[%zu prompt tokens, %zu generated, finish: %s, TTFT %.1f ms, %.1f tokens/s]\n",
+                   out.prompt_token_ids.size(), generated, std::string(toString(out.outputs[0].finish_reason)).c_str(),
+                   out.time_to_first_token_s * 1e3, tps);
+      return 0;
+    }
+    std::string j = "{\"prompt_ids\": " + idsJson(out.prompt_token_ids) + ", \"outputs\": [";
+    for (size_t i = 0; i < out.outputs.size(); ++i) {
+      const CompletionOutput& c = out.outputs[i];
+      j += std::string(i ? ", " : "") + "{\"index\": " + std::to_string(c.index) + ", \"output_ids\": " +
+           idsJson(c.token_ids) + ", \"text\": \"" + jsonEscape(c.text) + "\", \"finish_reason\": \"" +
+           std::string(toString(c.finish_reason)) + "\"";
+      if (!c.logprobs.empty()) {
+        j += ", \"logprobs\": [";
+        for (size_t t = 0; t < c.logprobs.size(); ++t) {
+          const TokenLogprobs& lp = c.logprobs[t];
+          j += std::string(t ? ", " : "") + "{\"token\": " + std::to_string(lp.chosen.token) +
+               ", \"logprob\": " + jsonNumber(lp.chosen.logprob) + ", \"top\": [";
+          for (size_t k = 0; k < lp.top.size(); ++k)
+            j += std::string(k ? ", " : "") + "[" + std::to_string(lp.top[k].token) + ", " +
+                 jsonNumber(lp.top[k].logprob) + "]";
+          j += "]}";
+        }
+        j += "]";
+      }
+      j += "}";
+    }
+    j += "], \"output_ids\": " + idsJson(out.outputs[0].token_ids) + ", \"text\": \"" + jsonEscape(out.outputs[0].text) +
+         "\", \"finish_reason\": \"" + std::string(toString(out.outputs[0].finish_reason)) + "\"";
+    j += ", \"cached_tokens\": " + std::to_string(out.cached_tokens);
+    j += ", \"timing\": {\"time_to_first_token_ms\": " + jsonNumber(out.time_to_first_token_s * 1e3) +
+         ", \"total_ms\": " + jsonNumber(out.total_time_s * 1e3) + ", \"decode_tokens_per_s\": " + jsonNumber(tps) +
+         ", \"steps\": " + std::to_string(st.steps) + "}}\n";
+    std::fputs(j.c_str(), stdout);
+    return 0;
+  }};
+}
+
+}  // namespace llmrt::cli
