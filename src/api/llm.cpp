@@ -56,7 +56,7 @@ Result<std::vector<double>> LLM::promptLogprobs(const std::vector<TokenId>& toke
   const int64_t vocab = impl_->engine->modelConfig().vocab_size;
   const std::vector<float>& logits = out[0].context_logits;
   if (logits.size() != token_ids.size() * static_cast<size_t>(vocab))
-    return internalError("promptLogprobs: context logits have the wrong size");
+    return internalError("promptLogprobs: context logits have " + std::to_string(logits.size()) + " values; expected " + std::to_string(token_ids.size() * static_cast<size_t>(vocab)));
   std::vector<double> lp(token_ids.size() - 1);
   for (size_t i = 0; i + 1 < token_ids.size(); ++i) {
     const float* row = logits.data() + i * static_cast<size_t>(vocab);

@@ -47,6 +47,9 @@ class Engine {
   int64_t maxSeqLen() const { return max_seq_len_; }
   int64_t maxNumTokens() const { return options_.max_num_tokens; }
 
+  // Sequence ids are unique over the engine's lifetime.
+  SequenceId newSequenceId() { return next_sequence_id_++; }
+
   Backend& backend() { return *backend_; }
   KvCacheManager& kvCache() { return *kv_; }
   ModelRunner& runner() { return *runner_; }
@@ -64,6 +67,7 @@ class Engine {
   std::vector<TokenId> eos_ids_;
   std::optional<TokenId> bos_id_;
   int64_t max_seq_len_ = 0;
+  SequenceId next_sequence_id_ = 1;
 };
 
 }  // namespace llmrt

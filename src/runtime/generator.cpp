@@ -60,7 +60,6 @@ Result<std::vector<GenerationOutput>> generate(Engine& engine, const std::vector
   }
   std::vector<std::unique_ptr<Running>> running;
   std::vector<Clock::time_point> started(requests.size());
-  SequenceId next_id = 1;
   int32_t reserved_blocks = 0;  // blocks admitted sequences may still need
   GenerationStats st;
 
@@ -84,7 +83,7 @@ Result<std::vector<GenerationOutput>> generate(Engine& engine, const std::vector
         auto run = std::make_unique<Running>();
         run->request = ri;
         run->index = s;
-        run->id = next_id++;
+        run->id = engine.newSequenceId();
         run->tokens = r.prompt;
         run->prompt_len = r.prompt.size();
         run->state = SequenceSamplingState(r.params, r.prompt, seed, static_cast<uint32_t>(s));
@@ -93,6 +92,11 @@ Result<std::vector<GenerationOutput>> generate(Engine& engine, const std::vector
         opts.retention = r.retention;
         opts.max_new_tokens = r.params.max_tokens;
         opts.num_tokens_to_allocate = 0;  // chunks are allocated step by step below
+        if (r.return_context_logits) {
+          // Context logits need every prompt position computed: a salt no other
+          // request uses keeps this sequence from matching cached blocks.
+          opts.extras.cache_salt = "llmrt:context-logits:" + std::to_string(run->id);
+        }
         auto added = kv.addSequence(run->id, r.prompt, opts);
         if (!added.isOk() || added->status != KvAllocStatus::kOk) {
           outputs[ri].status = added.isOk() ? toStatus(added->status) : added.status();
@@ -179,7 +183,7 @@ Result<std::vector<GenerationOutput>> generate(Engine& engine, const std::vector
       run->tokens.push_back(tok);
       ++st.generated_tokens;
       if (r.return_generation_logits)
-        so.generation_logits.insert(so.generation_logits.end(), res.logits.begin(), res.logits.end());
+        so.generation_logits.insert(so.generation_logits.end(), res.last_logits.begin(), res.last_logits.end());
       if (r.params.logprobs) {
         TokenLogprobs lp;
         lp.chosen = TokenLogprob{tok, res.sample.logprob};

@@ -24,7 +24,9 @@ struct GenerationRequest {
   std::vector<TokenId> prompt;
   SamplingParams params;
   std::optional<KvCacheRetentionConfig> retention;
-  bool return_context_logits = false;     // logits of every prompt position [prompt, vocab]
+  // Logits of every prompt position [prompt, vocab]. Such a request computes
+  // its whole prompt (no prefix reuse), since cached positions have no logits.
+  bool return_context_logits = false;
   bool return_generation_logits = false;  // logits of every generated step [steps, vocab] (sequence 0..n-1 each)
 };
 

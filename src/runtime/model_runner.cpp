@@ -57,9 +57,8 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
     if (s.return_logits) {
       const float* first = logits.as<const float>() + first_row[i] * vocab;
       out[i].logits.assign(first, first + n_rows * vocab);
-    } else if (s.return_last_logits) {
-      out[i].logits.assign(last, last + vocab);
     }
+    if (s.return_last_logits) out[i].last_logits.assign(last, last + vocab);
     if (s.sample) {
       auto r = sampler_.sample(last, vocab, *s.params, *s.state, eos_ids_);
       if (!r.isOk()) {

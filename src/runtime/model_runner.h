@@ -32,7 +32,8 @@ struct StepSequence {
 struct StepSequenceResult {
   bool sampled = false;
   SampleResult sample;
-  std::vector<float> logits;  // [rows, vocab] as requested
+  std::vector<float> logits;       // [computed rows, vocab] when return_logits
+  std::vector<float> last_logits;  // [vocab] of the sampled position when return_last_logits
   Status error;               // a per-sequence failure (e.g. NaN logits); others continue
 };
 

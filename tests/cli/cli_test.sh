@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The llmrt command's contract: every bad invocation or file gets a one-line
+# error naming the problem and exit code 1 (runtime) or 2 (usage), never a
+# signal; good invocations produce the documented output.
+# Usage: cli_test.sh LLMRT_BINARY SHARED_TESTDATA_DIR
+set -u
+bin=$1
+shared=$2
+model=$shared/models/stories260K-hf
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+# expect CODE PATTERN -- command...: exit code CODE and PATTERN in stderr+stdout.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $* -> exit $rc (want $code), output: $(head -c 400 <<<"$out")"
+  fi
+}
+
+expect 2 "subcommand" -- "$bin"
+expect 2 "bogus|required" -- "$bin" generate --bogus
+expect 1 "/nonexistent" -- "$bin" inspect /nonexistent
+expect 1 "/nonexistent" -- "$bin" tokenize --tokenizer /nonexistent/tokenizer.json hi
+expect 1 "one of --model" -- "$bin" tokenize hi
+mkdir -p "$tmp/badcfg"
+echo '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_attention_heads": 0' >"$tmp/badcfg/config.json"
+expect 1 "config.json" -- "$bin" inspect "$tmp/badcfg"
+
+if [[ -f $model/config.json ]]; then
+  expect 1 "/nonexistent" -- "$bin" generate --model /nonexistent --prompt hi
+  expect 2 "--prompt or --input-ids" -- "$bin" generate --model "$model"
+  expect 2 "max-tokens" -- "$bin" generate --model "$model" --prompt hi --max-tokens 0
+  expect 2 "not a token id" -- "$bin" generate --model "$model" --input-ids 1,abc
+  long=$(seq -s, 1 600 | sed 's/[0-9]\+/5/g')
+  expect 1 "max_seq_len" -- "$bin" generate --model "$model" --input-ids "$long"
+  expect 1 "top_p" -- "$bin" generate --model "$model" --prompt hi --temperature 1 --top-p 1.5
+  expect 1 "outside|\\[0, 512\\)" -- "$bin" generate --model "$model" --input-ids 1,70000
+  expect 1 "/nonexistent" -- "$bin" perplexity --model "$model" --file /nonexistent
+  expect 2 "log_level" -- "$bin" generate --model "$model" --prompt hi --log-level loud
+  expect 1 "cannot open" -- "$bin" generate --model "$model" --prompt hi --output-logits-npy /nonexistent/x.npy
+  expect 2 "outside the vocabulary" -- "$bin" detokenize --model "$model" 1 9999
+
+  # Good paths.
+  expect 0 "Once upon a time, there was a little girl" -- "$bin" generate --model "$model" --prompt "Once upon a time" --max-tokens 8
+  expect 0 '"output_ids": \[432, 383, 286, 261, 376, 298, 315, 421\]' -- "$bin" generate --model "$model" --prompt "Once upon a time" --max-tokens 8 --json
+  expect 0 '"finish_reason": "length"' -- "$bin" generate --model "$model" --input-ids 1,403,407,261,378 --max-tokens 4 --json
+  expect 0 "" -- "$bin" generate --model "$model" --prompt "Once upon a time" --max-tokens 3 \
+    --output-logits-npy "$tmp/ctx.npy" --output-generation-logits-npy "$tmp/gen.npy" --json
+  # .npy: 128-byte header (numpy pads it to 64-byte multiples) + float32 payload.
+  ctx_size=$(stat -c %s "$tmp/ctx.npy" 2>/dev/null || echo 0)
+  gen_size=$(stat -c %s "$tmp/gen.npy" 2>/dev/null || echo 0)
+  if [[ $ctx_size -eq $((128 + 5 * 512 * 4)) && $gen_size -eq $((128 + 3 * 512 * 4)) ]]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1)); echo "FAIL: npy sizes $ctx_size $gen_size"
+  fi
+  expect 0 "^1 403 407 261 378$" -- "$bin" tokenize --model "$model" "Once upon a time"
+  expect 0 '"tokens": \["<s>"' -- "$bin" tokenize --model "$model" --json "Once upon a time"
+  expect 0 "^Once upon a time$" -- "$bin" detokenize --model "$model" --skip-special 1,403,407,261,378
+  expect 0 "parameters: +260.0K" -- "$bin" inspect "$model"
+  printf 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park. %.0s' $(seq 1 30) >"$tmp/text.txt"
+  expect 0 "Final estimate: PPL = " -- "$bin" perplexity --model "$model" --file "$tmp/text.txt" --context 128
+else
+  echo "note: $model absent; model-dependent CLI checks skipped"
+fi
+
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]

@@ -1,0 +1,259 @@
+// End to end through the LLM API on the real tiny models: text in, text out.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "llmrt/llm.h"
+
+namespace llmrt {
+namespace {
+
+std::string shared() { return LLMRT_SHARED_TESTDATA; }
+std::string storiesDir() { return shared() + "/models/stories260K-hf"; }
+bool haveStories() { return std::ifstream(storiesDir() + "/config.json").good(); }
+
+std::unique_ptr<LLM> makeLlm(LlmArgs args = {}) {
+  if (args.model.empty()) args.model = storiesDir();
+  args.num_threads = 2;
+  if (!args.kv_cache_config.max_tokens) args.kv_cache_config.max_tokens = 4096;
+  args.kv_cache_config.tokens_per_block = 16;
+  auto llm = LLM::create(args);
+  EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+  return llm.isOk() ? std::move(*llm) : nullptr;
+}
+
+SamplingParams greedy(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  return p;
+}
+
+nlohmann::json reference(const std::string& name) {
+  std::ifstream in(shared() + "/references/" + name + ".greedy.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+TEST(Generate, TextPromptsMatchReferenceGreedyOutputs) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent: " << storiesDir();
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  nlohmann::json ref = reference("stories260K-hf");
+  std::vector<Prompt> prompts;
+  for (const auto& c : ref["cases"]) prompts.push_back(Prompt::fromText(c["prompt"].get<std::string>()));
+  auto outs = llm->generate(prompts, {greedy(48)});
+  ASSERT_TRUE(outs.isOk()) << outs.status().toString();
+  ASSERT_EQ(outs->size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const RequestOutput& o = (*outs)[i];
+    ASSERT_TRUE(o.status.isOk()) << o.status.toString();
+    EXPECT_EQ(o.prompt_token_ids, ref["cases"][i]["prompt_ids"].get<std::vector<int32_t>>());
+    // llama2.c models end a story with BOS (1), not EOS: generation runs to max_tokens.
+    EXPECT_EQ(o.outputs[0].token_ids, ref["cases"][i]["new_ids"].get<std::vector<int32_t>>()) << i;
+    EXPECT_EQ(o.outputs[0].finish_reason, FinishReason::kLength);
+    std::string full = o.prompt + o.outputs[0].text;
+    EXPECT_EQ(full, ref["cases"][i]["output_text"].get<std::string>()) << i;
+  }
+}
+
+TEST(Generate, StreamingPiecesConcatenateToTheText) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  std::vector<std::string> streamed(2);
+  std::vector<int> finishes(2, 0);
+  SamplingParams p = greedy(40);
+  auto outs = llm->generate({Prompt::fromText("Once upon a time"), Prompt::fromText("The dog")}, {p}, {},
+                            [&](size_t r, int, TokenId, const std::string& text, FinishReason f) {
+                              streamed[r] += text;
+                              if (f != FinishReason::kNone) finishes[r]++;
+                            });
+  ASSERT_TRUE(outs.isOk());
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(streamed[r], (*outs)[r].outputs[0].text);
+    EXPECT_EQ(finishes[r], 1);
+  }
+}
+
+TEST(Generate, StopStringsTrimTheOutput) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  // Greedy continuation of this prompt is ", there was a little girl named Lily. She ...".
+  SamplingParams p = greedy(48);
+  p.stop = {"Lily"};
+  std::string streamed;
+  auto outs = llm->generate({Prompt::fromText("Once upon a time")}, {p}, {},
+                            [&](size_t, int, TokenId, const std::string& t, FinishReason) { streamed += t; });
+  ASSERT_TRUE(outs.isOk());
+  const CompletionOutput& c = (*outs)[0].outputs[0];
+  EXPECT_EQ(c.text, ", there was a little girl named ");
+  EXPECT_EQ(c.finish_reason, FinishReason::kStop);
+  EXPECT_EQ(streamed, c.text);  // the stop string never leaked into the stream
+  p.include_stop_str_in_output = true;
+  outs = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  ASSERT_TRUE(outs.isOk());
+  EXPECT_EQ((*outs)[0].outputs[0].text, ", there was a little girl named Lily");
+}
+
+TEST(Generate, StopTokenIdsMinTokensAndIgnoreEos) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  // 432 = "," is the first greedy token after "Once upon a time".
+  SamplingParams p = greedy(20);
+  p.stop_token_ids = {432};
+  auto outs = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  ASSERT_TRUE(outs.isOk());
+  EXPECT_EQ((*outs)[0].outputs[0].token_ids, std::vector<TokenId>{432});
+  EXPECT_EQ((*outs)[0].outputs[0].finish_reason, FinishReason::kStop);
+  p.min_tokens = 3;  // the stop id is masked for the first 3 tokens
+  outs = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  ASSERT_TRUE(outs.isOk());
+  const auto& ids = (*outs)[0].outputs[0].token_ids;
+  ASSERT_GE(ids.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_NE(ids[i], 432);
+}
+
+TEST(Generate, SeededSamplingIsReproducibleAndNSamplesDiffer) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_p = 0.95f;
+  p.max_tokens = 24;
+  p.seed = 1234;
+  p.n = 3;
+  auto a = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  auto b = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  ASSERT_EQ((*a)[0].outputs.size(), 3u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ((*a)[0].outputs[i].token_ids, (*b)[0].outputs[i].token_ids);
+  EXPECT_NE((*a)[0].outputs[0].token_ids, (*a)[0].outputs[1].token_ids);
+  p.seed = 99;
+  auto c = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  ASSERT_TRUE(c.isOk());
+  EXPECT_NE((*c)[0].outputs[0].token_ids, (*a)[0].outputs[0].token_ids);
+}
+
+TEST(Generate, InvalidRequestsFailAloneOthersComplete) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  SamplingParams good = greedy(8), bad_top_p = greedy(8), too_long = greedy(600);
+  bad_top_p.top_p = 1.5f;
+  auto outs = llm->generate({Prompt::fromIds({1, 403, 407}), Prompt::fromIds({}), Prompt::fromIds({1, 9999}),
+                             Prompt::fromIds({1, 403}), Prompt::fromIds({1, 403}), Prompt::fromIds({1, 403, 407})},
+                            {good, good, good, bad_top_p, too_long, good});
+  ASSERT_TRUE(outs.isOk()) << outs.status().toString();
+  EXPECT_TRUE((*outs)[0].status.isOk());
+  EXPECT_NE((*outs)[1].status.message().find("empty"), std::string::npos);
+  EXPECT_NE((*outs)[2].status.message().find("9999"), std::string::npos);
+  EXPECT_NE((*outs)[3].status.message().find("top_p"), std::string::npos);
+  EXPECT_NE((*outs)[4].status.message().find("max_seq_len"), std::string::npos);
+  EXPECT_TRUE((*outs)[5].status.isOk());
+  EXPECT_EQ((*outs)[0].outputs[0].token_ids, (*outs)[5].outputs[0].token_ids);
+  EXPECT_EQ((*outs)[0].outputs[0].token_ids.size(), 8u);
+  // Wrong number of sampling params is an error for the whole call.
+  auto wrong = llm->generate({Prompt::fromIds({1}), Prompt::fromIds({1})}, {good, good, good});
+  EXPECT_FALSE(wrong.isOk());
+}
+
+TEST(Generate, TinyKvCacheSerializesRequestsAndRejectsWhatCannotFit) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  LlmArgs args;
+  args.kv_cache_config.max_tokens = 64;  // 4 blocks of 16
+  auto llm = makeLlm(args);
+  ASSERT_NE(llm, nullptr);
+  std::vector<Prompt> prompts(4, Prompt::fromText("Once upon a time"));
+  auto outs = llm->generate(prompts, {greedy(40)});  // 5 + 40 tokens = 3 blocks each: one at a time
+  ASSERT_TRUE(outs.isOk());
+  for (const auto& o : *outs) {
+    ASSERT_TRUE(o.status.isOk()) << o.status.toString();
+    EXPECT_EQ(o.outputs[0].token_ids, (*outs)[0].outputs[0].token_ids);
+  }
+  auto huge = llm->generate({Prompt::fromText("Once upon a time")}, {greedy(100)});
+  ASSERT_TRUE(huge.isOk());
+  EXPECT_EQ((*huge)[0].status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE((*huge)[0].status.message().find("KV cache"), std::string::npos);
+  // The engine still works afterwards.
+  auto again = llm->generate({Prompt::fromText("Once upon a time")}, {greedy(10)});
+  ASSERT_TRUE(again.isOk());
+  EXPECT_TRUE((*again)[0].status.isOk());
+}
+
+TEST(Generate, PrefixReuseComputesOnlyTheUnsharedTokensAndKeepsOutput) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  std::vector<TokenId> prompt{1};
+  for (int i = 0; i < 40; ++i) prompt.push_back(300 + (i * 7) % 200);
+  auto first = llm->generate({Prompt::fromIds(prompt)}, {greedy(12)});
+  ASSERT_TRUE(first.isOk());
+  EXPECT_EQ((*first)[0].cached_tokens, 0);
+  const uint64_t context_before = llm->stats().context_tokens;
+  auto second = llm->generate({Prompt::fromIds(prompt)}, {greedy(12)});
+  ASSERT_TRUE(second.isOk());
+  // 41 prompt tokens, blocks of 16: two full blocks (32 tokens) are reused, plus
+  // partial reuse of the third block up to the last prompt token (recomputed).
+  EXPECT_GE((*second)[0].cached_tokens, 32);
+  EXPECT_LE((*second)[0].cached_tokens, 40);
+  EXPECT_EQ(llm->stats().context_tokens - context_before, 41u - static_cast<uint64_t>((*second)[0].cached_tokens));
+  EXPECT_EQ((*second)[0].outputs[0].token_ids, (*first)[0].outputs[0].token_ids);
+}
+
+TEST(Generate, ChunkedContextAndContextLogitsMatchOnePiece) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  std::vector<TokenId> prompt{1};
+  for (int i = 0; i < 50; ++i) prompt.push_back(260 + (i * 13) % 250);
+  RequestOptions ro;
+  ro.return_context_logits = true;
+  LlmArgs whole_args;
+  whole_args.kv_cache_config.enable_block_reuse = false;
+  auto whole = makeLlm(whole_args);
+  LlmArgs chunk_args = whole_args;
+  chunk_args.max_num_tokens = 16;  // the 51-token prompt takes 4 steps
+  auto chunked = makeLlm(chunk_args);
+  ASSERT_TRUE(whole && chunked);
+  auto a = whole->generate({Prompt::fromIds(prompt)}, {greedy(16)}, {ro});
+  auto b = chunked->generate({Prompt::fromIds(prompt)}, {greedy(16)}, {ro});
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_EQ((*a)[0].outputs[0].token_ids, (*b)[0].outputs[0].token_ids);
+  ASSERT_EQ((*a)[0].context_logits.size(), prompt.size() * 512);
+  ASSERT_EQ((*b)[0].context_logits.size(), prompt.size() * 512);
+  double max_diff = 0;
+  for (size_t i = 0; i < (*a)[0].context_logits.size(); ++i)
+    max_diff = std::max<double>(max_diff, std::fabs((*a)[0].context_logits[i] - (*b)[0].context_logits[i]));
+  EXPECT_LT(max_diff, 1e-4);
+  EXPECT_GT(chunked->stats().steps, whole->stats().steps);
+}
+
+TEST(Generate, PromptLogprobsAgreeWithGreedyConfidence) {
+  if (!haveStories()) GTEST_SKIP() << "shared test data absent";
+  auto llm = makeLlm();
+  ASSERT_NE(llm, nullptr);
+  SamplingParams p = greedy(6);
+  p.logprobs = 3;
+  auto outs = llm->generate({Prompt::fromText("Once upon a time")}, {p});
+  ASSERT_TRUE(outs.isOk());
+  const CompletionOutput& c = (*outs)[0].outputs[0];
+  ASSERT_EQ(c.logprobs.size(), 6u);
+  std::vector<TokenId> seq = (*outs)[0].prompt_token_ids;
+  seq.insert(seq.end(), c.token_ids.begin(), c.token_ids.end());
+  auto lp = llm->promptLogprobs(seq);
+  ASSERT_TRUE(lp.isOk());
+  for (size_t t = 0; t < 6; ++t) {
+    EXPECT_EQ(c.logprobs[t].chosen.token, c.token_ids[t]);
+    EXPECT_EQ(c.logprobs[t].top.size(), 3u);
+    EXPECT_EQ(c.logprobs[t].top[0].token, c.token_ids[t]);  // greedy: the top alternative
+    EXPECT_NEAR((*lp)[(*outs)[0].prompt_token_ids.size() - 1 + t], c.logprobs[t].chosen.logprob, 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace llmrt
