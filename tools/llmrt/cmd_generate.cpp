@@ -164,6 +164,7 @@ Command addGenerateCommand(CLI::App& app) {
         for (const auto& c : out.outputs) std::printf("\n[%d] %s", c.index, c.text.c_str());
       }
       std::fputc('\n', stdout);
+      std::fflush(stdout);
       std::fprintf(stderr, "[%zu prompt tokens, %zu generated, finish: %s, TTFT %.1f ms, %.1f tokens/s]\n",
                    out.prompt_token_ids.size(), generated, std::string(toString(out.outputs[0].finish_reason)).c_str(),
                    out.time_to_first_token_s * 1e3, tps);

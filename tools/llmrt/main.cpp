@@ -8,6 +8,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"llmrt: LLM inference runtime"};
   app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", "llmrt 0.1.0");
   const std::vector<llmrt::cli::Command> commands = {
       llmrt::cli::addInspectCommand(app),

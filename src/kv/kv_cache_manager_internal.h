@@ -1,0 +1,40 @@
+// Internal state of KvCacheManager shared by its implementation files.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "kv/kv_cache_manager.h"
+
+namespace llmrt {
+
+struct KvCacheManager::Sequence {
+  SequenceId id = 0;
+  std::vector<TokenId> tokens;  // prompt, then appended tokens
+  int32_t num_prompt = 0;
+  int32_t max_new_tokens = 0;
+  int32_t num_allocated = 0;
+  int32_t num_computed = 0;
+  int32_t num_reused = 0;
+  std::vector<int32_t> blocks;  // block objects per logical block; detail::kNil once released by the window
+  std::vector<BlockId> table;   // their primary slots (what the runner reads)
+  int32_t first_held = 0;       // logical blocks below this were released by the window
+  // Storing into the tree: blocks [0, num_stored) have their key in the tree;
+  // store_parent is the tree block for that prefix (this sequence's own block,
+  // or an equal one another sequence stored first).
+  int32_t num_stored = 0;
+  int32_t store_parent = detail::kNil;
+  uint32_t store_parent_gen = 0;
+  bool storing = true;
+  std::optional<KvCacheRetentionConfig> retention;  // ranges sorted by token_start
+  SequenceKeyExtras extras;
+};
+
+struct KvCacheManager::Match {
+  std::vector<int32_t> full;
+  int32_t num_secondary = 0;
+  detail::PartialMatch partial;
+  int32_t reusable_tokens = 0;
+};
+
+}  // namespace llmrt
