@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace llmrt {
@@ -42,6 +43,7 @@ struct ModelConfig {
   int64_t num_attention_heads = 0;
   int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
   int64_t head_dim = 0;             // explicit, or hidden_size / num_attention_heads
+  bool head_dim_explicit = false;   // head_dim came from config.json (not derived)
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
@@ -54,10 +56,15 @@ struct ModelConfig {
   std::string hidden_act = "silu";
 
   // Sliding-window attention. For Mistral: window applies to every layer.
-  // For Qwen2: applies only when use_sliding_window, to layers >= max_window_layers.
+  // For Qwen2: applies only when use_sliding_window, to layers >= max_window_layers
+  // (or, when config.json gives layer_types, to the "sliding_attention" layers).
+  // As in HF, Qwen2's sliding_window is nullopt when use_sliding_window is false.
   std::optional<int64_t> sliding_window;
   bool use_sliding_window = false;
   int64_t max_window_layers = 0;
+  // Qwen2 only: "full_attention" / "sliding_attention" per layer (from config.json
+  // or derived as HF does); empty for other architectures.
+  std::vector<std::string> layer_types;
 
   std::vector<int64_t> bos_token_ids;
   std::vector<int64_t> eos_token_ids;
@@ -79,9 +86,14 @@ struct GenerationDefaults {
   std::optional<double> min_p;
   std::optional<double> repetition_penalty;
   std::optional<int64_t> max_new_tokens;
+  std::optional<int64_t> max_length;
   std::vector<int64_t> bos_token_ids;
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> pad_token_id;
 };
+
+// Names used in messages and reports (implemented in src/loader).
+std::string_view ropeScalingTypeName(RopeScalingType type);  // "none", "linear", "dynamic", "llama3", "yarn"
+std::string_view modelArchName(ModelArch arch);              // "llama", "mistral", "qwen2"
 
 }  // namespace llmrt

@@ -84,11 +84,24 @@ class Backend {
   // names a buffer reused across calls (grown when too small).
   virtual TensorView scratch(int slot, int64_t rows, int64_t cols) = 0;
 
+  // ---- host transfers -------------------------------------------------------
+  // Copies a F32 2-D view (rows may be strided) of this backend's memory to
+  // `dst`, row after row ([rows * cols] floats). Waits until the data is on the host.
+  virtual Status copyToHost(const TensorView& src, float* dst) = 0;
+  // Copies `src` ([rows * cols] floats, row after row) into a F32 2-D view of
+  // this backend's memory.
+  virtual Status copyFromHost(const float* src, TensorView dst) = 0;
+
   // ---- KV cache pools -------------------------------------------------------
   // Allocates the primary (and, with secondary_blocks > 0, host) pools.
   virtual Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) = 0;
   virtual const KvPoolGeometry& kvGeometry() const = 0;
   virtual Status copyKvBlocks(std::span<const KvBlockCopy> copies) = 0;
+  // The KV dtype this backend stores by default (what the engine sizes the pools with).
+  virtual DType preferredKvDtype() const { return DType::kF32; }
+  // Reads one block of a pool as float32 ([layers][2][kv_heads][tokens_per_block][head_dim]
+  // into `dst`, geometry().elementsPerBlock() floats). For tests and debugging.
+  virtual Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) = 0;
 
   // ---- ops ------------------------------------------------------------------
   // out[i, :] = table[ids[i], :]  (table any float dtype, out F32)

@@ -143,26 +143,30 @@ uint8_t f32ToF8e4m3(float f) {
 }
 
 namespace {
+// Loads element i of an array that may be unaligned for T (safetensors data
+// and mmapped files give no alignment guarantee); compiles to a plain load.
+template <typename T>
+inline T loadAt(const void* src, size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const uint8_t*>(src) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
 template <typename T>
 void castLoop(const void* src, float* dst, size_t n) {
-  const T* s = static_cast<const T*>(src);
-  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(loadAt<T>(src, i));
 }
 }  // namespace
 
 void convertToF32(const void* src, DType dt, float* dst, size_t n) {
   switch (dt) {
     case DType::kF32: std::memcpy(dst, src, n * 4); return;
-    case DType::kF16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < n; ++i) dst[i] = f16ToF32(s[i]);
+    case DType::kF16:
+      for (size_t i = 0; i < n; ++i) dst[i] = f16ToF32(loadAt<uint16_t>(src, i));
       return;
-    }
-    case DType::kBF16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < n; ++i) dst[i] = bf16ToF32(s[i]);
+    case DType::kBF16:
+      for (size_t i = 0; i < n; ++i) dst[i] = bf16ToF32(loadAt<uint16_t>(src, i));
       return;
-    }
     case DType::kF8E4M3: {
       const uint8_t* s = static_cast<const uint8_t*>(src);
       for (size_t i = 0; i < n; ++i) dst[i] = f8e4m3ToF32(s[i]);

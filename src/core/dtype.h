@@ -59,7 +59,7 @@ float f8e4m3ToF32(uint8_t v);
 uint8_t f32ToF8e4m3(float f);
 
 // Converts `n` elements of `src` (type `src_dt`) to float32. Floating and
-// integer types are supported; bool reads as 0/1.
+// integer types are supported; bool reads as 0/1. `src` need not be aligned.
 void convertToF32(const void* src, DType src_dt, float* dst, size_t n);
 // Converts `n` float32 values to `dst_dt` (floating types only).
 void convertFromF32(const float* src, void* dst, DType dst_dt, size_t n);

@@ -103,6 +103,14 @@ TEST(DType, BulkConversions) {
     convertToF32(buf.data(), dt, back, 5);
     for (int i = 0; i < 5; ++i) EXPECT_NEAR(back[i], src[i], std::fabs(src[i]) * 4e-3f) << dtypeName(dt);
   }
+  // Unaligned sources (safetensors data carries no alignment guarantee).
+  std::vector<uint8_t> raw(1 + 5 * 2);
+  uint16_t halves[5];
+  convertFromF32(src, halves, DType::kBF16, 5);
+  std::memcpy(raw.data() + 1, halves, sizeof(halves));
+  float unaligned[5];
+  convertToF32(raw.data() + 1, DType::kBF16, unaligned, 5);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(unaligned[i], bf16ToF32(halves[i]));
   const int32_t ints[3] = {-5, 0, 70000};
   float out[3];
   convertToF32(ints, DType::kI32, out, 3);

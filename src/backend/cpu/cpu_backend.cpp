@@ -82,13 +82,7 @@ Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, con
   size_t at = 0;
   for (const TensorView& p : parts) {
     const size_t n = static_cast<size_t>(p.numel());
-    if (reinterpret_cast<uintptr_t>(p.data) % dtypeSize(p.dtype) == 0) {
-      convertToF32(p.data, p.dtype, buf.data() + at, n);
-    } else {  // safetensors data need not be aligned: copy to aligned memory first
-      std::vector<uint8_t> tmp(p.nbytes());
-      std::memcpy(tmp.data(), p.data, tmp.size());
-      convertToF32(tmp.data(), p.dtype, buf.data() + at, n);
-    }
+    convertToF32(p.data, p.dtype, buf.data() + at, n);  // handles unaligned mmap data
     at += n;
   }
   weight_bytes_ += buf.size() * sizeof(float);
@@ -102,6 +96,38 @@ TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols) {
   const size_t need = static_cast<size_t>(rows * cols);
   if (buf.size() < need) buf.resize(need);
   return TensorView(buf.data(), DType::kF32, Shape{rows, cols});
+}
+
+namespace {
+int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
+int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }
+int64_t viewRowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : viewCols(t); }
+}  // namespace
+
+Status CpuBackend::copyToHost(const TensorView& src, float* dst) {
+  if (src.dtype != DType::kF32) return invalidArgument("copyToHost: only F32 views are supported");
+  const int64_t r = viewRows(src), c = viewCols(src), ld = viewRowStride(src);
+  for (int64_t i = 0; i < r; ++i)
+    std::memcpy(dst + i * c, src.as<const float>() + i * ld, static_cast<size_t>(c) * sizeof(float));
+  return Status::ok();
+}
+
+Status CpuBackend::copyFromHost(const float* src, TensorView dst) {
+  if (dst.dtype != DType::kF32) return invalidArgument("copyFromHost: only F32 views are supported");
+  const int64_t r = viewRows(dst), c = viewCols(dst), ld = viewRowStride(dst);
+  for (int64_t i = 0; i < r; ++i)
+    std::memcpy(dst.as<float>() + i * ld, src + i * c, static_cast<size_t>(c) * sizeof(float));
+  return Status::ok();
+}
+
+Status CpuBackend::readKvBlock(KvPoolKind pool, int32_t block, float* dst) {
+  const bool primary = pool == KvPoolKind::kPrimary;
+  const int64_t n = primary ? geometry_.num_blocks : secondary_blocks_;
+  if (block < 0 || block >= n) return outOfRange("readKvBlock: block " + std::to_string(block) + " out of range");
+  const int64_t per_block = geometry_.elementsPerBlock();
+  const float* base = primary ? primary_.data() : secondary_.data();
+  std::memcpy(dst, base + block * per_block, static_cast<size_t>(per_block) * sizeof(float));
+  return Status::ok();
 }
 
 Status CpuBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_blocks) {

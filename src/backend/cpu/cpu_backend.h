@@ -26,10 +26,13 @@ class CpuBackend final : public Backend {
   Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
   uint64_t weightBytes() const override { return weight_bytes_; }
   TensorView scratch(int slot, int64_t rows, int64_t cols) override;
+  Status copyToHost(const TensorView& src, float* dst) override;
+  Status copyFromHost(const float* src, TensorView dst) override;
 
   Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) override;
   const KvPoolGeometry& kvGeometry() const override { return geometry_; }
   Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
+  Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) override;
 
   void embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;

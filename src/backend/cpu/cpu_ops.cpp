@@ -22,11 +22,9 @@ void CpuBackend::embedding(const TensorView& table, std::span<const int32_t> ids
   const int64_t dim = cols(table);
   const size_t esz = dtypeSize(table.dtype);
   pool_.parallelFor(static_cast<int64_t>(ids.size()), [&](int64_t b, int64_t e) {
-    std::vector<uint8_t> row(static_cast<size_t>(dim) * esz);
     for (int64_t i = b; i < e; ++i) {
       const uint8_t* src = static_cast<const uint8_t*>(table.data) + static_cast<size_t>(ids[i]) * dim * esz;
-      std::memcpy(row.data(), src, row.size());  // source may be unaligned (mmap)
-      convertToF32(row.data(), table.dtype, out.as<float>() + i * rowStride(out), static_cast<size_t>(dim));
+      convertToF32(src, table.dtype, out.as<float>() + i * rowStride(out), static_cast<size_t>(dim));
     }
   });
 }

@@ -1,0 +1,307 @@
+// CudaBackend: device setup, memory, weights, KV pools and host transfers.
+// The ops are in cuda_backend_ops.cpp (host side) and the .cu files (kernels).
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cuda/cuda_backend_impl.h"
+#include "core/logging.h"
+
+namespace llmrt {
+
+Status cudaStatus(cudaError_t err, const char* expr, const char* file, int line) {
+  const StatusCode code = err == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
+  return Status(code, strprintf("%s failed at %s:%d: %s (%s)", expr, file, line, cudaGetErrorName(err),
+                                cudaGetErrorString(err)));
+}
+
+Status cublasStatus(cublasStatus_t err, const char* expr, const char* file, int line) {
+  return internalError(strprintf("%s failed at %s:%d: %s", expr, file, line, cublasGetStatusName(err)));
+}
+
+int cudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the error state
+    return 0;
+  }
+  return n;
+}
+
+Result<std::unique_ptr<Backend>> createCudaBackend(const CudaBackendOptions& options) {
+  LLMRT_ASSIGN_OR_RETURN(std::unique_ptr<CudaBackend> b, CudaBackend::create(options));
+  return std::unique_ptr<Backend>(std::move(b));
+}
+
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOptions& options) {
+  const int n = cudaDeviceCount();
+  if (n == 0) return failedPrecondition("CUDA backend: no CUDA device found");
+  if (options.device < 0 || options.device >= n)
+    return fieldError("CudaBackendOptions", "device", std::to_string(options.device),
+                      "a device index in [0, " + std::to_string(n) + ")");
+  if (options.weight_dtype != DType::kBF16 && options.weight_dtype != DType::kF32)
+    return fieldError("CudaBackendOptions", "weight_dtype", std::string(dtypeName(options.weight_dtype)),
+                      "BF16 or F32");
+  if (options.kv_dtype != DType::kBF16 && options.kv_dtype != DType::kF32)
+    return fieldError("CudaBackendOptions", "kv_dtype", std::string(dtypeName(options.kv_dtype)), "BF16 or F32");
+  std::unique_ptr<CudaBackend> b(new CudaBackend(options));
+  if (options.weight_dtype == DType::kF32) b->options_.kv_dtype = DType::kF32;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
+  if (cublasStatus_t s = cublasCreate(&b->cublas_); s != CUBLAS_STATUS_SUCCESS)
+    return cublasStatus(s, "cublasCreate", __FILE__, __LINE__);
+  if (cublasStatus_t s = cublasSetStream(b->cublas_, b->stream_); s != CUBLAS_STATUS_SUCCESS)
+    return cublasStatus(s, "cublasSetStream", __FILE__, __LINE__);
+  // Float32 products stay float32 (no TF32), so the F32 mode agrees with the CPU backend.
+  if (cublasStatus_t s = cublasSetMathMode(b->cublas_, CUBLAS_DEFAULT_MATH); s != CUBLAS_STATUS_SUCCESS)
+    return cublasStatus(s, "cublasSetMathMode", __FILE__, __LINE__);
+  cudaDeviceProp prop{};
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
+  LLMRT_LOG_INFO("CUDA backend on device %d: %s (sm_%d%d, %d SMs, %s), weights %s, KV cache %s", options.device,
+                 prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                 formatBytes(prop.totalGlobalMem).c_str(), std::string(dtypeName(options.weight_dtype)).c_str(),
+                 std::string(dtypeName(b->options_.kv_dtype)).c_str());
+  return b;
+}
+
+CudaBackend::~CudaBackend() {
+  // Errors on the way out cannot be reported; the process keeps going.
+  if (stream_) (void)cudaStreamSynchronize(stream_);
+  for (void* p : weights_) (void)cudaFree(p);
+  for (Buffer& b : scratch_) (void)cudaFree(b.ptr);
+  for (Buffer& b : meta_) (void)cudaFree(b.ptr);
+  (void)cudaFree(bf16_x_.ptr);
+  (void)cudaFree(primary_);
+  (void)cudaFreeHost(secondary_);
+  if (cublas_) (void)cublasDestroy(cublas_);
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::fail(Status s) {
+  if (error_.isOk()) {
+    LLMRT_LOG_ERROR("CUDA backend: %s", s.message().c_str());
+    error_ = std::move(s);
+  }
+}
+
+bool CudaBackend::reserve(Buffer& b, size_t bytes) {
+  if (b.bytes >= bytes) return true;
+  if (failed()) return false;
+  size_t want = b.bytes == 0 ? bytes : std::max(bytes, b.bytes + b.bytes / 2);
+  if (b.ptr) {
+    // Wait for work in flight, so nothing still reads the old buffer.
+    if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+      fail(cudaStatus(e, "cudaStreamSynchronize", __FILE__, __LINE__));
+      return false;
+    }
+    if (cudaError_t e = cudaFree(b.ptr); e != cudaSuccess) {
+      fail(cudaStatus(e, "cudaFree(buffer)", __FILE__, __LINE__));
+      return false;
+    }
+    b = Buffer{};
+  }
+  if (cudaError_t e = cudaMalloc(&b.ptr, want); e != cudaSuccess) {
+    b.ptr = nullptr;
+    fail(cudaStatus(e, strprintf("cudaMalloc(%zu bytes)", want).c_str(), __FILE__, __LINE__));
+    return false;
+  }
+  b.bytes = want;
+  return true;
+}
+
+void* CudaBackend::upload(int slot, const void* src, size_t bytes) {
+  if (slot >= static_cast<int>(meta_.size())) meta_.resize(static_cast<size_t>(slot) + 1);
+  Buffer& b = meta_[static_cast<size_t>(slot)];
+  if (!reserve(b, std::max<size_t>(bytes, 256))) return nullptr;
+  if (bytes == 0) return b.ptr;
+  // Pageable source: the copy is staged before the call returns (the caller's memory may go away).
+  if (cudaError_t e = cudaMemcpyAsync(b.ptr, src, bytes, cudaMemcpyHostToDevice, stream_); e != cudaSuccess) {
+    fail(cudaStatus(e, "cudaMemcpyAsync(metadata)", __FILE__, __LINE__));
+    return nullptr;
+  }
+  return b.ptr;
+}
+
+uint64_t CudaBackend::freeMemoryBytes() const {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 0;
+  return free_b;
+}
+
+uint64_t CudaBackend::totalMemoryBytes() const {
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 0;
+  return total_b;
+}
+
+Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
+  if (parts.empty()) return invalidArgument("loadWeight(" + name + "): no parts");
+  const Shape& first = parts[0].shape;
+  int64_t rows = 0;
+  for (const TensorView& p : parts) {
+    if (p.shape.rank() != first.rank() || p.shape.rank() < 1)
+      return invalidArgument("loadWeight(" + name + "): parts of different rank");
+    for (int d = 1; d < first.rank(); ++d)
+      if (p.shape[d] != first[d])
+        return invalidArgument("loadWeight(" + name + "): part shape " + p.shape.toString() +
+                               " does not match " + first.toString());
+    if (!isFloatingPoint(p.dtype))
+      return invalidArgument("loadWeight(" + name + "): dtype " + std::string(dtypeName(p.dtype)) +
+                             " is not a floating type");
+    if (p.device != Device::kCpu) return invalidArgument("loadWeight(" + name + "): parts must be in host memory");
+    rows += p.shape[0];
+  }
+  Shape shape = first;
+  shape[0] = rows;
+  // Matrices take the compute dtype; vectors (norms, biases) stay float32.
+  const DType dt = shape.rank() >= 2 ? options_.weight_dtype : DType::kF32;
+  const size_t n = static_cast<size_t>(shape.numel());
+  std::vector<uint8_t> host(n * dtypeSize(dt));
+  size_t at = 0;  // elements
+  for (const TensorView& p : parts) {
+    const size_t pn = static_cast<size_t>(p.numel());
+    uint8_t* dst = host.data() + at * dtypeSize(dt);
+    if (p.dtype == dt) {
+      std::memcpy(dst, p.data, p.nbytes());  // bf16 -> bf16 and f32 -> f32 are exact copies
+    } else {
+      std::vector<uint8_t> aligned(p.nbytes());  // safetensors data need not be aligned
+      std::memcpy(aligned.data(), p.data, aligned.size());
+      if (dt == DType::kF32) {
+        convertToF32(aligned.data(), p.dtype, reinterpret_cast<float*>(dst), pn);
+      } else {
+        std::vector<float> f(pn);
+        convertToF32(aligned.data(), p.dtype, f.data(), pn);
+        convertFromF32(f.data(), dst, dt, pn);
+      }
+    }
+    at += pn;
+  }
+  void* dev = nullptr;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&dev, std::max<size_t>(host.size(), 1)));
+  weights_.push_back(dev);
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice));
+  weight_bytes_ += host.size();
+  return TensorView(dev, dt, shape, Device::kCuda, options_.device);
+}
+
+TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols) {
+  if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);
+  Buffer& b = scratch_[static_cast<size_t>(slot)];
+  const size_t need = static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * sizeof(float);
+  reserve(b, need);  // on failure error_ is set and every op is skipped
+  return TensorView(b.bytes >= need ? b.ptr : nullptr, DType::kF32, Shape{rows, cols}, Device::kCuda,
+                    options_.device);
+}
+
+namespace {
+int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
+int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }
+int64_t viewRowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : viewCols(t); }
+}  // namespace
+
+Status CudaBackend::copyToHost(const TensorView& src, float* dst) {
+  if (failed()) return error_;
+  if (src.dtype != DType::kF32) return invalidArgument("copyToHost: only F32 views are supported");
+  const int64_t r = viewRows(src), c = viewCols(src), ld = viewRowStride(src);
+  if (r * c == 0) return Status::ok();
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, c * sizeof(float), src.data, ld * sizeof(float),
+                                               c * sizeof(float), r, cudaMemcpyDeviceToHost, stream_));
+  // Faults of earlier kernels surface here.
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return Status::ok();
+}
+
+Status CudaBackend::copyFromHost(const float* src, TensorView dst) {
+  if (failed()) return error_;
+  if (dst.dtype != DType::kF32) return invalidArgument("copyFromHost: only F32 views are supported");
+  const int64_t r = viewRows(dst), c = viewCols(dst), ld = viewRowStride(dst);
+  if (r * c == 0) return Status::ok();
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst.data, ld * sizeof(float), src, c * sizeof(float),
+                                               c * sizeof(float), r, cudaMemcpyHostToDevice, stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // `src` may be pageable and short-lived
+  return Status::ok();
+}
+
+Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_blocks) {
+  if (g.dtype != DType::kF32 && g.dtype != DType::kBF16)
+    return unimplemented("CUDA backend stores the KV cache in F32 or BF16, not " + std::string(dtypeName(g.dtype)));
+  if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 || g.tokens_per_block <= 0)
+    return invalidArgument("allocateKvPools: every pool dimension must be positive");
+  if (g.head_dim > 256) return unimplemented("CUDA attention supports head_dim <= 256");
+  if (secondary_blocks < 0) return invalidArgument("allocateKvPools: secondary_blocks must be >= 0");
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaFree(primary_));
+  primary_ = nullptr;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(secondary_));
+  secondary_ = nullptr;
+  geometry_ = KvPoolGeometry{};
+  const size_t primary_bytes = g.bytesPerBlock() * static_cast<size_t>(g.num_blocks);
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&primary_, primary_bytes));
+  // Unwritten slots are never read (attention stops at kv_len), but zeroed pools keep
+  // whole-block copies and tests deterministic.
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(primary_, 0, primary_bytes, stream_));
+  if (secondary_blocks > 0) {
+    const size_t bytes = g.bytesPerBlock() * static_cast<size_t>(secondary_blocks);
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&secondary_, bytes, cudaHostAllocPortable));
+    std::memset(secondary_, 0, bytes);
+  }
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  geometry_ = g;
+  secondary_blocks_ = secondary_blocks;
+  LLMRT_LOG_INFO("CUDA KV pools: primary %s on the device, secondary %s pinned on the host",
+                 formatBytes(primary_bytes).c_str(),
+                 formatBytes(g.bytesPerBlock() * static_cast<size_t>(secondary_blocks)).c_str());
+  return Status::ok();
+}
+
+Status CudaBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
+  if (failed()) return error_;
+  const size_t block_bytes = geometry_.bytesPerBlock();
+  const size_t esz = dtypeSize(geometry_.dtype);
+  for (const KvBlockCopy& c : copies) {
+    auto pool = [&](KvPoolKind k) -> std::pair<uint8_t*, int64_t> {
+      return k == KvPoolKind::kPrimary ? std::pair{static_cast<uint8_t*>(primary_), geometry_.num_blocks}
+                                       : std::pair{static_cast<uint8_t*>(secondary_), secondary_blocks_};
+    };
+    auto [src, src_n] = pool(c.src_pool);
+    auto [dst, dst_n] = pool(c.dst_pool);
+    if (c.src_block < 0 || c.src_block >= src_n || c.dst_block < 0 || c.dst_block >= dst_n)
+      return outOfRange("copyKvBlocks: block id out of range (src " + std::to_string(c.src_block) + ", dst " +
+                        std::to_string(c.dst_block) + ")");
+    uint8_t* s = src + static_cast<size_t>(c.src_block) * block_bytes;
+    uint8_t* d = dst + static_cast<size_t>(c.dst_block) * block_bytes;
+    // cudaMemcpyDefault: unified addressing tells device memory from pinned host memory.
+    if (c.num_tokens < 0 || c.num_tokens >= geometry_.tokens_per_block) {
+      LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d, s, block_bytes, cudaMemcpyDefault, stream_));
+      continue;
+    }
+    // The first num_tokens slots of every (layer, K/V, head) row of the block: one 2-D copy.
+    const size_t pitch = static_cast<size_t>(geometry_.tokens_per_block * geometry_.head_dim) * esz;
+    const size_t width = static_cast<size_t>(c.num_tokens * geometry_.head_dim) * esz;
+    const size_t height = static_cast<size_t>(geometry_.num_layers * 2 * geometry_.num_kv_heads);
+    if (width == 0) continue;
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d, pitch, s, pitch, width, height, cudaMemcpyDefault, stream_));
+  }
+  return Status::ok();
+}
+
+Status CudaBackend::readKvBlock(KvPoolKind pool, int32_t block, float* dst) {
+  if (failed()) return error_;
+  const bool primary = pool == KvPoolKind::kPrimary;
+  const int64_t n = primary ? geometry_.num_blocks : secondary_blocks_;
+  if (block < 0 || block >= n) return outOfRange("readKvBlock: block " + std::to_string(block) + " out of range");
+  const size_t bytes = geometry_.bytesPerBlock();
+  std::vector<uint8_t> raw(bytes);
+  const uint8_t* base = static_cast<const uint8_t*>(primary ? primary_ : secondary_);
+  LLMRT_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(raw.data(), base + static_cast<size_t>(block) * bytes, bytes, cudaMemcpyDefault, stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  convertToF32(raw.data(), geometry_.dtype, dst, static_cast<size_t>(geometry_.elementsPerBlock()));
+  return Status::ok();
+}
+
+cuda::KvLayout CudaBackend::kvLayout() const {
+  return cuda::KvLayout{geometry_.elementsPerBlock(), geometry_.num_kv_heads, geometry_.tokens_per_block,
+                        geometry_.head_dim};
+}
+
+}  // namespace llmrt

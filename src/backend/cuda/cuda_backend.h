@@ -1,0 +1,33 @@
+// The CUDA backend's factory. This header includes no CUDA headers: the
+// runtime includes it, and only src/backend/cuda compiles against CUDA.
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "llmrt/status.h"
+
+namespace llmrt {
+
+struct CudaBackendOptions {
+  int device = 0;
+  // Dtype of matrix weights (linear layers, embedding tables) on the device:
+  // kBF16 (default; fp32 checkpoints are rounded to bf16, matrix products run
+  // bf16 x bf16 with fp32 accumulation) or kF32 (fp32 products, no TF32: the
+  // mode that agrees with the CPU backend to float32 rounding). Vectors (norm
+  // weights, biases) are always kept in float32.
+  DType weight_dtype = DType::kBF16;
+  // KV cache dtype the backend asks the engine for (kBF16 or kF32);
+  // kF32 when weight_dtype is kF32.
+  DType kv_dtype = DType::kBF16;
+};
+
+// Number of CUDA devices visible to this process; 0 when there is no driver or device.
+int cudaDeviceCount();
+
+// Creates a CUDA backend on `options.device`. Fails with kFailedPrecondition
+// ("no CUDA device found") when none is visible, kInvalidArgument on bad options.
+Result<std::unique_ptr<Backend>> createCudaBackend(const CudaBackendOptions& options);
+
+}  // namespace llmrt

@@ -1,0 +1,55 @@
+// config.json and generation_config.json → ModelConfig / GenerationDefaults for
+// the Llama family (llama, mistral, qwen2), with HF transformers semantics.
+//
+// Accepted spellings: transformers 4.x (`rope_theta`, `rope_scaling` with `type`
+// or `rope_type`, `torch_dtype`) and 5.x (`rope_parameters` holding rope_type,
+// rope_theta and the scaling fields; `dtype`). When both `rope_scaling` and
+// `rope_parameters` are given, a non-empty `rope_scaling` wins (as in 5.x).
+//
+// Per-architecture semantics (as transformers' modeling code):
+//   llama:   attention_bias → q/k/v/o biases; mlp_bias; no sliding window.
+//   mistral: no biases (attention_bias/mlp_bias keys are ignored, as HF does);
+//            sliding_window (default 4096, null = none) applies to every layer.
+//   qwen2:   q/k/v biases, no o_proj or MLP bias; the window applies only when
+//            use_sliding_window, to layers whose layer_types entry is
+//            "sliding_attention" (default: layers >= max_window_layers).
+// Absent fields take the HF defaults of the architecture's config class; the
+// core sizes (vocab_size, hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads) are required.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "llmrt/model_config.h"
+#include "llmrt/status.h"
+
+namespace llmrt {
+
+// Parses config.json text and validates the result (validateModelConfig).
+// `where` names the file in messages. Errors: ParseError for invalid JSON,
+// InvalidArgument (fieldError wording) for wrong types and absurd values,
+// Unimplemented for recognised but unsupported features (longrope, per-layer
+// RoPE parameters that differ).
+Result<ModelConfig> parseModelConfig(std::string_view json_text, std::string_view where = "config.json");
+// Reads and parses `path` (errors name the path).
+Result<ModelConfig> loadModelConfig(const std::string& path);
+
+// Every range and consistency check on a ModelConfig, in one place: positive
+// sizes below sane limits, heads divisible by kv heads, hidden_size divisible by
+// heads when head_dim is derived, even head_dim, rope parameters, windows,
+// layer_types, token ids. Errors use fieldError(where, field, value, expected).
+Status validateModelConfig(const ModelConfig& config, std::string_view where = "config.json");
+
+namespace detail {
+// validateModelConfig naming the RoPE fields as config.json spelled them
+// (`rope_field` is "rope_scaling", "rope_parameters", ...).
+Status validateModelConfig(const ModelConfig& config, std::string_view where, std::string_view rope_field);
+}  // namespace detail
+
+// Parses generation_config.json text; absent or null fields stay unset.
+Result<GenerationDefaults> parseGenerationConfig(std::string_view json_text,
+                                                 std::string_view where = "generation_config.json");
+Result<GenerationDefaults> loadGenerationConfig(const std::string& path);
+
+}  // namespace llmrt
