@@ -1,5 +1,8 @@
 // Tokenizer: loads a HuggingFace tokenizer.json and encodes/decodes exactly as
-// HF `tokenizers` does. Thread-safe for concurrent encode/decode after load.
+// HF `tokenizers` does (BPE models: byte-level and SentencePiece-style with
+// byte fallback; the normalizers, pre-tokenizers, post-processors, decoders
+// and added tokens those files use). Thread-safe for concurrent
+// encode/decode after load.
 #pragma once
 
 #include <cstdint>
@@ -15,30 +18,65 @@ namespace llmrt {
 
 using TokenId = int32_t;
 
+// A token from tokenizer.json "added_tokens" (special tokens and user tokens
+// that are matched in the text before the model runs).
+struct AddedTokenInfo {
+  TokenId id = -1;
+  std::string content;
+  bool special = false;
+  bool normalized = false;
+  bool lstrip = false;
+  bool rstrip = false;
+  bool single_word = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Loads tokenizer.json from a file path.
+  // Loads tokenizer.json from a file path. Fails with kIoError when the file
+  // cannot be read, kParseError for malformed JSON or fields (the message
+  // names the file, JSON path and value) and kUnimplemented for a component
+  // type this build does not support.
   static Result<std::unique_ptr<Tokenizer>> fromFile(const std::string& path);
   // Parses tokenizer.json contents; `source` names it in error messages.
   static Result<std::unique_ptr<Tokenizer>> fromJson(std::string_view json, std::string_view source);
 
   // encode(text, add_special_tokens): as HF Tokenizer.encode(text, add_special_tokens=...).
   // With add_special_tokens the post-processor adds BOS/EOS per its template.
+  // Invalid UTF-8 in `text` is first replaced by U+FFFD (as Python's
+  // errors="replace" would).
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const = 0;
-  // decode(ids, skip_special_tokens): as HF Tokenizer.decode.
+  // decode(ids, skip_special_tokens): as HF Tokenizer.decode. Unknown ids are skipped.
   virtual std::string decode(const std::vector<TokenId>& ids, bool skip_special_tokens = false) const = 0;
 
   virtual size_t vocabSize() const = 0;  // including added tokens
   virtual std::optional<TokenId> tokenToId(std::string_view token) const = 0;
   virtual std::optional<std::string> idToToken(TokenId id) const = 0;
+  // True for an added token marked "special" (what skip_special_tokens drops).
   virtual bool isSpecial(TokenId id) const = 0;
+
+  // Ids the post-processor puts before / after the text when
+  // add_special_tokens is set (e.g. {BOS} for Llama-2, {} for Llama-3's
+  // ByteLevel post-processor).
+  virtual std::vector<TokenId> specialPrefixIds() const = 0;
+  virtual std::vector<TokenId> specialSuffixIds() const = 0;
+  // The first of specialPrefixIds(), if any.
+  std::optional<TokenId> bosId() const {
+    auto p = specialPrefixIds();
+    if (p.empty()) return std::nullopt;
+    return p.front();
+  }
+  virtual std::vector<AddedTokenInfo> addedTokens() const = 0;
 };
 
 // Incremental detokenizer for streaming. Feed ids as they are generated; each
 // call returns the newly final text, never half a UTF-8 character, and the
-// concatenation of all returned pieces equals tokenizer.decode(all ids).
+// concatenation of all returned pieces (plus flush()) equals
+// tokenizer.decode(all ids). With `prompt_ids`, the prompt is context only:
+// the pieces are the text the generated ids add after decode(prompt).
+// Text is held back while the decoded window ends in U+FFFD (an incomplete
+// UTF-8 sequence from byte tokens); flush() releases it.
 class StreamDecoder {
  public:
   StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false,
@@ -48,12 +86,14 @@ class StreamDecoder {
   std::string flush();
 
  private:
+  std::string advance(bool final);
+
   const Tokenizer& tok_;
   bool skip_special_;
-  std::vector<TokenId> ids_;
+  std::vector<TokenId> ids_;  // ids from prefix_offset_ on (older ones are dropped)
   size_t prefix_offset_ = 0;  // start of the window decoded for context
   size_t read_offset_ = 0;    // ids before this are already emitted
-  std::string emitted_prefix_text_;
+  std::string prefix_text_;   // decode(ids_[prefix_offset_, read_offset_))
 };
 
 }  // namespace llmrt

@@ -12,7 +12,7 @@ namespace llmrt::cli {
 namespace {
 
 struct GenerateFlags {
-  std::string model, prompt, input_ids, backend = "cpu", logits_npy, gen_logits_npy, log_level = "warning";
+  std::string model, prompt, input_ids, backend = "cpu", dtype = "auto", logits_npy, gen_logits_npy, log_level = "warning";
   int max_tokens = 64, top_k = 0, min_tokens = 0, n = 1, threads = 0;
   float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f, presence_penalty = 0.0f,
         frequency_penalty = 0.0f;
@@ -73,6 +73,8 @@ Command addGenerateCommand(CLI::App& app) {
   cmd->add_option("--logprobs", f->logprobs, "Report logprobs of chosen tokens and N alternatives");
   cmd->add_option("--n", f->n, "Independent samples of the prompt");
   cmd->add_option("--backend", f->backend, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--dtype", f->dtype, "Weights/compute dtype: auto | bfloat16 | float32")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float32"}));
   cmd->add_option("--threads", f->threads, "CPU threads (0 = all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--max-seq-len", f->max_seq_len, "Prompt + generated tokens (default: the model's limit)");
   cmd->add_option("--max-num-tokens", f->max_num_tokens, "Tokens computed per step");
@@ -89,6 +91,7 @@ Command addGenerateCommand(CLI::App& app) {
     LlmArgs args;
     args.model = f->model;
     args.backend = f->backend;
+    args.dtype = f->dtype;
     args.max_seq_len = f->max_seq_len;
     args.max_num_tokens = f->max_num_tokens;
     args.num_threads = f->threads;

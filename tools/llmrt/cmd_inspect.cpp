@@ -19,6 +19,7 @@ Command addInspectCommand(CLI::App& app) {
     std::string text = *json ? modelInfoToJson(*info) : formatModelInfo(*info);
     std::fputs(text.c_str(), stdout);
     if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+    if (!info->weights_valid) return fail("weights do not match config.json: " + info->weights_error);
     return 0;
   }};
 }

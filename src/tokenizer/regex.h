@@ -1,0 +1,65 @@
+// Regular expressions for the tokenizer (PCRE2 with JIT, UTF + Unicode
+// properties). Patterns come from tokenizer.json, written for Oniguruma (what
+// HF `tokenizers` uses); the few classes whose Unicode meaning differs between
+// the two engines (\s, \w, \d and their negations) are rewritten to explicit
+// property sets so both engines agree. Safe to share between threads.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "llmrt/status.h"
+
+namespace llmrt::tok {
+
+class Regex {
+ public:
+  Regex() = default;
+
+  // Compiles an Oniguruma-style pattern; `where` names it in errors.
+  static Result<Regex> compile(std::string_view pattern, std::string_view where);
+  // A pattern that matches `literal` exactly.
+  static std::string escape(std::string_view literal);
+
+  bool valid() const { return code_ != nullptr; }
+  const std::string& pattern() const { return pattern_; }
+
+  // Finds the next match at or after `start` in `text` (valid UTF-8). Returns
+  // false when there is none; otherwise sets [mstart, mend).
+  bool find(std::string_view text, size_t start, size_t& mstart, size_t& mend) const;
+
+  // Calls fn(start, end) for each match from left to right, as Oniguruma's
+  // find_iter does (an empty match right after the previous match is skipped).
+  template <typename F>
+  void forEachMatch(std::string_view text, F&& fn) const {
+    size_t pos = 0;
+    size_t last_end = static_cast<size_t>(-1);
+    while (pos <= text.size()) {
+      size_t s, e;
+      if (!find(text, pos, s, e)) break;
+      if (s == e) {
+        if (e != last_end) fn(s, e);
+        last_end = e;
+        if (e >= text.size()) break;
+        pos = e + nextCharLen(text, e);
+        continue;
+      }
+      fn(s, e);
+      last_end = e;
+      pos = e;
+    }
+  }
+
+ private:
+  static size_t nextCharLen(std::string_view text, size_t i);
+  std::string pattern_;
+  std::shared_ptr<void> code_;  // pcre2_code_8
+  bool jit_ = false;
+};
+
+// Rewrites an Oniguruma pattern into an equivalent PCRE2 one (exposed for tests).
+std::string onigToPcre2(std::string_view pattern);
+
+}  // namespace llmrt::tok
