@@ -6,8 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target llmrt_cli
-model=../shared/testdata/models/stories260K-hf
-if [[ ! -f $model/config.json ]]; then
-  echo "run.sh: $model is missing; pass --model DIR" >&2
-fi
-exec ./build/release/bin/llmrt generate --model "$model" --prompt "Once upon a time" --max-tokens 64 "$@"
+# Without --model, llmrt uses the bundled models/llmrt-tiny.
+exec ./build/release/bin/llmrt generate --prompt "This package provides" --max-tokens 64 \
+  --temperature 0.7 --top-p 0.9 --repetition-penalty 1.15 --seed 1 "$@"

@@ -2,8 +2,13 @@
 // shape of TensorRT-LLM's LLM API (LLM, LlmArgs, SamplingParams, KvCacheConfig,
 // KvCacheRetentionConfig, RequestOutput / CompletionOutput).
 //
-//   auto llm = llmrt::LLM::create({.model = "models/tiny"});
-//   auto outs = (*llm)->generate({llmrt::Prompt::text("Once upon a time")}, {params});
+//   auto llm = llmrt::LLM::create({.model = "models/tiny",
+//                                  .scheduler_config = {.capacity_scheduler_policy =
+//                                                           llmrt::CapacitySchedulerPolicy::kMaxUtilization}});
+//   auto outs = (*llm)->generate({llmrt::Prompt::fromText("Once upon a time")}, {params});
+//
+// LLM runs on the in-flight batching Executor (llmrt/executor.h): every call
+// may overlap with others (generate from several threads, generateAsync).
 #pragma once
 
 #include <functional>
@@ -12,24 +17,32 @@
 #include <string>
 #include <vector>
 
+#include "llmrt/executor.h"
 #include "llmrt/finish_reason.h"
 #include "llmrt/kv_cache_config.h"
 #include "llmrt/kv_cache_retention.h"
 #include "llmrt/logprobs.h"
 #include "llmrt/model_config.h"
 #include "llmrt/sampling_params.h"
+#include "llmrt/scheduler_config.h"
 #include "llmrt/status.h"
 #include "llmrt/tokenizer.h"
 
 namespace llmrt {
 
+// Field order follows the TensorRT-LLM example so designated initializers read
+// the same: LlmArgs{.model = dir, .kv_cache_config = ..., .scheduler_config = ...}.
 struct LlmArgs {
-  std::string model;                // HF model directory
-  std::string backend = "cpu";      // "cpu"; "cuda" once the CUDA backend lands
+  std::string model;  // HF model directory
   KvCacheConfig kv_cache_config;
-  int64_t max_seq_len = 0;          // prompt + generated tokens; 0 = the model's max_position_embeddings
-  int64_t max_num_tokens = 8192;    // tokens computed per step (longer prompts are chunked)
-  int num_threads = 0;              // CPU backend threads; 0 = all cores
+  SchedulerConfig scheduler_config;  // capacity policy, context chunking
+  int32_t max_batch_size = 256;      // sequences in flight at once
+  int64_t max_num_tokens = 8192;     // tokens computed per step (longer prompts are chunked)
+  int64_t max_input_len = 0;         // longest prompt; 0 = max_seq_len - 1
+  int64_t max_seq_len = 0;           // prompt + generated tokens; 0 = the model's max_position_embeddings
+  std::string backend = "cpu";       // "cpu" | "cuda" (builds with the CUDA backend)
+  std::string dtype = "auto";        // "auto" | "bfloat16" (cuda) | "float32" (cuda: matches the CPU backend)
+  int num_threads = 0;               // CPU backend threads; 0 = all cores
 };
 
 // A prompt: text (tokenized with the model's tokenizer, special tokens added)
@@ -73,6 +86,8 @@ using TokenCallback =
 
 struct LlmStats {
   uint64_t steps = 0;
+  uint64_t pauses = 0;   // MAX_UTILIZATION pauses
+  uint64_t resumes = 0;
   uint64_t context_tokens = 0;
   uint64_t generated_tokens = 0;
   double seconds = 0.0;
@@ -83,6 +98,39 @@ struct LlmStats {
   uint64_t evicted_blocks = 0;
   uint64_t offloaded_blocks = 0;
   uint64_t onboarded_blocks = 0;
+};
+
+// One piece of a streamed request (generateAsync).
+struct StreamDelta {
+  int completion = 0;              // 0..n-1
+  std::vector<TokenId> token_ids;  // new tokens
+  std::string text;                // their text (held back while a stop string may still match)
+  FinishReason finish_reason = FinishReason::kNone;
+};
+
+// A request in flight, from LLM::generateAsync. Thread-safe. Must not outlive
+// the LLM that made it (destroying the LLM cancels what is still running).
+class GenerationResult {
+ public:
+  ~GenerationResult();
+  RequestId id() const;
+  // Blocks for the next piece; false once the request has ended and every piece
+  // was taken (or on timeout, where timed_out is set).
+  bool next(StreamDelta& out, std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+            bool* timed_out = nullptr);
+  // Blocks until the request ends; the whole output (pieces not taken by next() included).
+  RequestOutput result();
+  bool finished() const;
+  // Cancels the request: its completions end with FinishReason::kCancelled.
+  void abort();
+
+  struct State;
+
+ private:
+  friend class LLM;
+  GenerationResult() = default;
+  std::shared_ptr<State> state_;
+  Executor* executor_ = nullptr;
 };
 
 class LLM {
@@ -98,6 +146,24 @@ class LLM {
                                               const std::vector<RequestOptions>& options = {},
                                               const TokenCallback& on_token = nullptr);
 
+  // The same with one KvCacheRetentionConfig for all prompts or one per prompt
+  // (another count is an error).
+  Result<std::vector<RequestOutput>> generate(const std::vector<Prompt>& prompts,
+                                              const std::vector<SamplingParams>& sampling_params,
+                                              const std::vector<KvCacheRetentionConfig>& kv_cache_retention_config);
+
+  // Starts one request and returns at once; stream it with next() or wait with
+  // result(). Fails only on a prompt that cannot be tokenized or after shutdown
+  // (an invalid request ends with an error status in its output).
+  Result<std::unique_ptr<GenerationResult>> generateAsync(const Prompt& prompt, const SamplingParams& sampling_params,
+                                                          const RequestOptions& options = {});
+  // TensorRT-LLM's spelling of generateAsync.
+  Result<std::unique_ptr<GenerationResult>> generate_async(const Prompt& prompt,
+                                                           const SamplingParams& sampling_params,
+                                                           const RequestOptions& options = {}) {
+    return generateAsync(prompt, sampling_params, options);
+  }
+
   // Teacher forcing: log p(token_ids[i] | token_ids[<i]) for i = 1..size-1,
   // computed in one pass over the sequence (its KV is freed afterwards).
   Result<std::vector<double>> promptLogprobs(const std::vector<TokenId>& token_ids);
@@ -108,6 +174,8 @@ class LLM {
   // Defaults from generation_config.json applied to a SamplingParams.
   SamplingParams defaultSamplingParams() const;
   LlmStats stats() const;
+  // The executor underneath (iteration stats, cancellation, direct requests).
+  Executor& executor();
 
  private:
   LLM();

@@ -3,6 +3,9 @@
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
+#if LLMRT_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
 #include "core/logging.h"
 #include "kv/kv_cache_sizing.h"
 
@@ -10,9 +13,12 @@ namespace llmrt {
 
 Status EngineOptions::validate() const {
   if (model_dir.empty()) return fieldError("EngineOptions", "model", "\"\"", "a model directory");
-  if (backend != "cpu")
-    return fieldError("EngineOptions", "backend", "\"" + backend + "\"",
-                      "\"cpu\" (this build has no CUDA backend yet)");
+  if (backend != "cpu" && backend != "cuda")
+    return fieldError("EngineOptions", "backend", "\"" + backend + "\"", "\"cpu\" or \"cuda\"");
+  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float32")
+    return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"", "\"auto\", \"bfloat16\" or \"float32\"");
+  if (backend == "cpu" && dtype == "bfloat16")
+    return fieldError("EngineOptions", "dtype", "\"bfloat16\"", "\"auto\" or \"float32\" (the CPU backend computes in float32)");
   if (num_threads < 0) return fieldError("EngineOptions", "num_threads", std::to_string(num_threads), ">= 0");
   if (max_seq_len < 0) return fieldError("EngineOptions", "max_seq_len", std::to_string(max_seq_len), ">= 0");
   if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
@@ -33,6 +39,21 @@ class BackendMemoryReporter final : public KvMemoryReporter {
  private:
   const Backend& b_;
 };
+
+Result<std::unique_ptr<Backend>> createBackend(const EngineOptions& options) {
+  if (options.backend == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options.num_threads));
+#if LLMRT_HAVE_CUDA
+  CudaBackendOptions co;
+  if (options.dtype == "float32") {
+    co.weight_dtype = DType::kF32;
+    co.kv_dtype = DType::kF32;
+  }
+  return createCudaBackend(co);
+#else
+  return unimplemented("EngineOptions: backend \"cuda\": this build has no CUDA backend "
+                       "(configure with -DLLMRT_CUDA=ON where nvcc is installed)");
+#endif
+}
 
 }  // namespace
 
@@ -58,7 +79,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromFile(*e->dir_.tokenizer_json));
   }
 
-  e->backend_ = std::make_unique<CpuBackend>(options.num_threads);
+  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(options));
   const WeightStore* weights = &e->dir_.weights;
   LLMRT_ASSIGN_OR_RETURN(e->model_, LlamaModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
                                                      *e->backend_));
@@ -66,15 +87,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                  formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());
 
   // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU).
+  const DType kv_dtype = e->backend_->preferredKvDtype();
   KvCacheLayout layout;
   layout.num_layers = static_cast<int32_t>(cfg.num_hidden_layers);
   layout.num_kv_heads = static_cast<int32_t>(cfg.num_key_value_heads);
   layout.head_dim = static_cast<int32_t>(cfg.head_dim);
-  layout.dtype = DType::kF32;
+  layout.dtype = kv_dtype;
   layout.max_sequence_length = static_cast<int32_t>(e->max_seq_len_);
   BackendMemoryReporter memory(*e->backend_);
   KvCacheConfig kv_config = options.kv_cache_config;
-  if (!kv_config.max_tokens && !kv_config.free_gpu_memory_fraction) {
+  if (e->backend_->device() == Device::kCpu && !kv_config.max_tokens && !kv_config.free_gpu_memory_fraction) {
     // On the CPU, host memory is shared with everything else: unless the user
     // sized the cache, cap it at what a few full-length sequences need.
     kv_config.max_tokens = std::max<int64_t>(4 * e->max_seq_len_, 32768);
@@ -83,7 +105,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   }
   LLMRT_ASSIGN_OR_RETURN(KvCacheSizing sizing, computeKvCacheSizing(kv_config, layout, memory));
   KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
-                          sizing.tokens_per_block, DType::kF32};
+                          sizing.tokens_per_block, kv_dtype};
   LLMRT_RETURN_IF_ERROR(e->backend_->allocateKvPools(geometry, sizing.num_secondary_blocks));
   LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing));
   e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, *e->kv_, e->eos_ids_);

@@ -1,7 +1,7 @@
 // Engine: one loaded model ready to run steps — the model directory, the
 // backend, the model, the KV cache manager (with its pools allocated on the
 // backend), the tokenizer and the model runner. Front ends reach it through
-// the executor / LLM API; tests and the generate loop use it directly.
+// the executor / LLM API; tests use it directly.
 #pragma once
 
 #include <memory>
@@ -23,7 +23,10 @@ namespace llmrt {
 struct EngineOptions {
   std::string model_dir;
   KvCacheConfig kv_cache_config;
-  std::string backend = "cpu";  // "cpu" (the only one until the CUDA backend lands)
+  std::string backend = "cpu";  // "cpu" | "cuda" (when built with LLMRT_CUDA)
+  // Compute dtype of the weights: "auto" (cpu: float32, cuda: bfloat16), "bfloat16" (cuda only),
+  // "float32" (cuda: float32 weights, products and KV cache; agrees with the CPU backend).
+  std::string dtype = "auto";
   int num_threads = 0;          // CPU backend threads; 0 = all cores
   int64_t max_seq_len = 0;      // prompt + generated; 0 = the model's max_position_embeddings
   int64_t max_num_tokens = 8192;  // tokens per step (context chunks are cut to fit)

@@ -45,17 +45,21 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
   ++steps_;
   computed_tokens_ += static_cast<uint64_t>(batch.numTokens());
 
-  // 4. Sampling and requested logits.
+  // 4. Sampling and requested logits, on the host.
   const int64_t vocab = logits.shape[1];
+  if (logits.shape[0] > 0) {
+    host_logits_.resize(static_cast<size_t>(logits.shape[0] * vocab));
+    LLMRT_RETURN_IF_ERROR(backend_.copyToHost(logits, host_logits_.data()).withContext("logits to host"));
+  }
   std::vector<StepSequenceResult> out(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& s = seqs[i];
     const ForwardSeq& fs = batch.seqs[i];
     if (fs.logits == LogitsMode::kNone) continue;
     const int64_t n_rows = fs.logits == LogitsMode::kAll ? s.num_compute : 1;
-    const float* last = logits.as<const float>() + (first_row[i] + n_rows - 1) * vocab;
+    const float* last = host_logits_.data() + (first_row[i] + n_rows - 1) * vocab;
     if (s.return_logits) {
-      const float* first = logits.as<const float>() + first_row[i] * vocab;
+      const float* first = host_logits_.data() + first_row[i] * vocab;
       out[i].logits.assign(first, first + n_rows * vocab);
     }
     if (s.return_last_logits) out[i].last_logits.assign(last, last + vocab);

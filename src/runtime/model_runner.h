@@ -54,6 +54,7 @@ class ModelRunner {
   KvCacheManager& kv_;
   std::vector<TokenId> eos_ids_;
   Sampler sampler_;
+  std::vector<float> host_logits_;  // this step's logits, copied from the backend
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;
 };

@@ -257,3 +257,40 @@ TEST(Generate, PromptLogprobsAgreeWithGreedyConfidence) {
 
 }  // namespace
 }  // namespace llmrt
+
+namespace llmrt {
+namespace {
+
+// The bundled model (models/llmrt-tiny, trained by scripts/model/train_tiny_llama.py):
+// greedy continuations must equal HF transformers' (golden.json, made in the training run).
+TEST(DefaultModel, GreedyMatchesTransformers) {
+  const std::string dir = std::string(LLMRT_SOURCE_DIR) + "/models/llmrt-tiny";
+  std::ifstream in(dir + "/golden.json");
+  ASSERT_TRUE(in.good()) << "the bundled model is part of the repository: " << dir;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json g = nlohmann::json::parse(ss.str());
+  LlmArgs args;
+  args.model = dir;
+  args.num_threads = 2;
+  auto llm = LLM::create(args);
+  ASSERT_TRUE(llm.isOk()) << llm.status().toString();
+  std::vector<Prompt> prompts;
+  for (const auto& c : g["cases"]) prompts.push_back(Prompt::fromIds(c["prompt_ids"].get<std::vector<TokenId>>()));
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = g["max_new_tokens"].get<int>();
+  p.ignore_eos = true;
+  auto outs = (*llm)->generate(prompts, {p});
+  ASSERT_TRUE(outs.isOk()) << outs.status().toString();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& c = g["cases"][i];
+    EXPECT_EQ((*outs)[i].outputs[0].token_ids, c["new_ids"].get<std::vector<TokenId>>()) << c["prompt"];
+    // Text prompts tokenize to the same ids (BOS added by the template).
+    EXPECT_EQ((*llm)->tokenizer()->encode(c["prompt"].get<std::string>(), true),
+              c["prompt_ids"].get<std::vector<TokenId>>());
+  }
+}
+
+}  // namespace
+}  // namespace llmrt

@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -39,6 +41,13 @@ std::string jsonEscape(const std::string& s) {
     }
   }
   return out;
+}
+
+std::string defaultModelDir() {
+  const std::string local = "models/llmrt-tiny";
+  struct stat st {};
+  if (::stat((local + "/config.json").c_str(), &st) == 0) return local;
+  return LLMRT_DEFAULT_MODEL_DIR;
 }
 
 std::string jsonNumber(double v) {

@@ -34,6 +34,10 @@ Command addInspectCommand(CLI::App& app);
 Command addGenerateCommand(CLI::App& app);
 Command addPerplexityCommand(CLI::App& app);
 
+// The model used when --model is not given: ./models/llmrt-tiny when it
+// exists, else the copy in the source tree this binary was built from.
+std::string defaultModelDir();
+
 // A finite double as JSON (NaN/inf become null).
 std::string jsonNumber(double v);
 

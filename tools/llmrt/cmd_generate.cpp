@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli_common.h"
+#include "generate_batch.h"
 #include "llmrt/llm.h"
 #include "llmrt/util.h"
 
@@ -23,6 +24,15 @@ struct GenerateFlags {
   bool ignore_eos = false, json = false;
   int64_t max_seq_len = 0, max_num_tokens = 8192, kv_max_tokens = 0;
   int tokens_per_block = 32;
+  // Batch mode and runtime knobs.
+  std::string input_file, output_file, scheduler_policy = "guaranteed_no_evict",
+                                       chunking_policy = "first_come_first_served";
+  int max_batch_size = 256;
+  int64_t max_input_len = 0;
+  std::optional<double> kv_fraction;
+  uint64_t kv_host_bytes = 0;
+  std::optional<int> max_attention_window;
+  bool enable_chunked = false, disable_chunked = false, enable_reuse = false, disable_reuse = false;
 };
 
 Result<std::vector<TokenId>> parseIds(const std::string& s) {
@@ -53,7 +63,7 @@ std::string idsJson(const std::vector<TokenId>& ids) {
 Command addGenerateCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text from a prompt");
   auto f = std::make_shared<GenerateFlags>();
-  cmd->add_option("--model", f->model, "HF model directory")->required();
+  cmd->add_option("--model", f->model, "HF model directory (default: the bundled models/llmrt-tiny)");
   auto* p = cmd->add_option("--prompt", f->prompt, "Prompt text (special tokens such as BOS are added)");
   auto* ids = cmd->add_option("--input-ids", f->input_ids, "Prompt as token ids, e.g. 1,2,3 (no BOS added)");
   p->excludes(ids);
@@ -84,12 +94,31 @@ Command addGenerateCommand(CLI::App& app) {
   cmd->add_option("--output-generation-logits-npy", f->gen_logits_npy,
                   "Write the logits of each generated step [steps, vocab] as .npy");
   cmd->add_flag("--json", f->json, "Print one JSON object instead of streaming text");
+  auto* in_file = cmd->add_option("--input-file", f->input_file,
+                                  "Batch mode: JSON lines of requests ({\"prompt\"|\"input_ids\", sampling fields, "
+                                  "kv_cache_retention_config})");
+  in_file->excludes(p)->excludes(ids);
+  cmd->add_option("--output-file", f->output_file, "Batch mode: write the JSON lines of results here (default stdout)");
+  cmd->add_option("--max-batch-size", f->max_batch_size, "Sequences in flight at once")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-input-len", f->max_input_len, "Longest prompt (default max_seq_len - 1)");
+  cmd->add_option("--scheduler-policy", f->scheduler_policy, "guaranteed_no_evict | max_utilization | static_batch")
+      ->check(CLI::IsMember({"guaranteed_no_evict", "max_utilization", "static_batch"}, CLI::ignore_case));
+  auto* en_chunk = cmd->add_flag("--enable-chunked-context", f->enable_chunked, "Compute long prompts in chunks (default)");
+  cmd->add_flag("--disable-chunked-context", f->disable_chunked, "Compute each prompt in one step")->excludes(en_chunk);
+  cmd->add_option("--context-chunking-policy", f->chunking_policy, "first_come_first_served | equal_progress")
+      ->check(CLI::IsMember({"first_come_first_served", "equal_progress"}, CLI::ignore_case));
+  cmd->add_option("--kv-cache-free-gpu-mem-fraction", f->kv_fraction, "Fraction of free memory for the KV cache");
+  auto* en_reuse = cmd->add_flag("--enable-kv-cache-reuse", f->enable_reuse, "Reuse cached prefixes (default)");
+  cmd->add_flag("--disable-kv-cache-reuse", f->disable_reuse, "Do not reuse cached prefixes")->excludes(en_reuse);
+  cmd->add_option("--kv-host-cache-bytes", f->kv_host_bytes, "Host (secondary) KV cache size in bytes; 0 = none");
+  cmd->add_option("--max-attention-window", f->max_attention_window, "Sliding attention window in tokens");
   cmd->add_option("--log-level", f->log_level, "trace|debug|info|warning|error|off");
   return {cmd, [f]() -> int {
-    if (f->prompt.empty() && f->input_ids.empty()) return fail("one of --prompt or --input-ids is required", kExitUsage);
+    if (f->prompt.empty() && f->input_ids.empty() && f->input_file.empty())
+      return fail("one of --prompt or --input-ids (or --input-file) is required", kExitUsage);
     if (Status s = setLogLevelByName(f->log_level); !s.isOk()) return fail(s.message(), kExitUsage);
     LlmArgs args;
-    args.model = f->model;
+    args.model = f->model.empty() ? defaultModelDir() : f->model;
     args.backend = f->backend;
     args.dtype = f->dtype;
     args.max_seq_len = f->max_seq_len;
@@ -97,6 +126,15 @@ Command addGenerateCommand(CLI::App& app) {
     args.num_threads = f->threads;
     args.kv_cache_config.tokens_per_block = f->tokens_per_block;
     if (f->kv_max_tokens > 0) args.kv_cache_config.max_tokens = f->kv_max_tokens;
+    args.kv_cache_config.free_gpu_memory_fraction = f->kv_fraction;
+    args.kv_cache_config.host_cache_size = f->kv_host_bytes;
+    args.kv_cache_config.max_attention_window = f->max_attention_window;
+    if (f->disable_reuse) args.kv_cache_config.enable_block_reuse = false;
+    args.max_batch_size = f->max_batch_size;
+    args.max_input_len = f->max_input_len;
+    args.scheduler_config.capacity_scheduler_policy = *parseCapacitySchedulerPolicy(f->scheduler_policy);
+    args.scheduler_config.context_chunking_policy = *parseContextChunkingPolicy(f->chunking_policy);
+    if (f->disable_chunked) args.scheduler_config.enable_chunked_context = false;
     auto llm = LLM::create(args);
     if (!llm.isOk()) return fail(llm.status());
 
@@ -124,6 +162,7 @@ Command addGenerateCommand(CLI::App& app) {
     sp.stop_token_ids.assign(f->stop_token_ids.begin(), f->stop_token_ids.end());
     sp.logprobs = f->logprobs;
     sp.n = f->n;
+    if (!f->input_file.empty()) return runGenerateBatch(**llm, sp, f->input_file, f->output_file);
     RequestOptions ro;
     ro.return_context_logits = !f->logits_npy.empty();
     ro.return_generation_logits = !f->gen_logits_npy.empty();

@@ -23,7 +23,7 @@ Command addPerplexityCommand(CLI::App& app) {
     int64_t max_chunks = 0;
   };
   auto f = std::make_shared<Flags>();
-  cmd->add_option("--model", f->model, "HF model directory")->required();
+  cmd->add_option("--model", f->model, "HF model directory (default: the bundled models/llmrt-tiny)");
   cmd->add_option("--file", f->file, "Text file")->required();
   cmd->add_option("--context", f->context, "Tokens per chunk (default 512)")->check(CLI::Range(4, 1 << 20));
   cmd->add_option("--chunks", f->max_chunks, "Score at most this many chunks (0 = all)");
@@ -39,9 +39,12 @@ Command addPerplexityCommand(CLI::App& app) {
     while ((got = std::fread(buf, 1, sizeof(buf), fp)) > 0) text.append(buf, got);
     std::fclose(fp);
     LlmArgs args;
-    args.model = f->model;
+    args.model = f->model.empty() ? defaultModelDir() : f->model;
     args.num_threads = f->threads;
     args.max_num_tokens = std::max<int64_t>(f->context, 8192);
+    // Scoring runs each chunk as a prompt with max_tokens 1; that one sampled
+    // token is never computed, so a chunk may fill the model's whole context.
+    args.max_seq_len = f->context + 1;
     auto llm = LLM::create(args);
     if (!llm.isOk()) return fail(llm.status());
     const Tokenizer* tok = (*llm)->tokenizer();

@@ -28,8 +28,8 @@ __global__ void attentionKernel(const T* pool, KvLayout g, AttentionArgs a) {
   extern __shared__ float smem[];
   const int64_t hd = g.head_dim;
   const int group = blockDim.x / 32;
-  float* q_s = smem;                // [group][hd], pre-scaled
-  float* k_s = smem + group * hd;   // [kTile][hd + 1]
+  float* q_s = smem;               // [group][hd], pre-scaled
+  float* k_s = smem + group * hd;  // [kTile][hd + 1]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t kvh = blockIdx.y;
 
@@ -105,12 +105,13 @@ __global__ void attentionKernel(const T* pool, KvLayout g, AttentionArgs a) {
 }
 
 template <typename T, int kPerLane>
-cudaError_t launch(const void* pool, const KvLayout& g, const AttentionArgs& a, int group, cudaStream_t stream) {
+cudaError_t launch(const void* pool, const KvLayout& g, const AttentionArgs& a, int group,
+                   cudaStream_t stream) {
   const size_t smem = (static_cast<size_t>(group) * g.head_dim + kTile * (g.head_dim + 1)) * sizeof(float);
   auto kernel = attentionKernel<T, kPerLane>;
   if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem));
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads));
@@ -119,7 +120,8 @@ cudaError_t launch(const void* pool, const KvLayout& g, const AttentionArgs& a, 
 }
 
 template <typename T>
-cudaError_t dispatch(const void* pool, const KvLayout& g, const AttentionArgs& a, int group, cudaStream_t stream) {
+cudaError_t dispatch(const void* pool, const KvLayout& g, const AttentionArgs& a, int group,
+                     cudaStream_t stream) {
   if (g.head_dim <= 32) return launch<T, 1>(pool, g, a, group, stream);
   if (g.head_dim <= 64) return launch<T, 2>(pool, g, a, group, stream);
   if (g.head_dim <= 128) return launch<T, 4>(pool, g, a, group, stream);

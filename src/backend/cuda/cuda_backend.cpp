@@ -9,7 +9,8 @@
 namespace llmrt {
 
 Status cudaStatus(cudaError_t err, const char* expr, const char* file, int line) {
-  const StatusCode code = err == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
+  const StatusCode code =
+      err == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
   return Status(code, strprintf("%s failed at %s:%d: %s (%s)", expr, file, line, cudaGetErrorName(err),
                                 cudaGetErrorString(err)));
 }
@@ -42,7 +43,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     return fieldError("CudaBackendOptions", "weight_dtype", std::string(dtypeName(options.weight_dtype)),
                       "BF16 or F32");
   if (options.kv_dtype != DType::kBF16 && options.kv_dtype != DType::kF32)
-    return fieldError("CudaBackendOptions", "kv_dtype", std::string(dtypeName(options.kv_dtype)), "BF16 or F32");
+    return fieldError("CudaBackendOptions", "kv_dtype", std::string(dtypeName(options.kv_dtype)),
+                      "BF16 or F32");
   std::unique_ptr<CudaBackend> b(new CudaBackend(options));
   if (options.weight_dtype == DType::kF32) b->options_.kv_dtype = DType::kF32;
   LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
@@ -56,9 +58,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     return cublasStatus(s, "cublasSetMathMode", __FILE__, __LINE__);
   cudaDeviceProp prop{};
   LLMRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
-  LLMRT_LOG_INFO("CUDA backend on device %d: %s (sm_%d%d, %d SMs, %s), weights %s, KV cache %s", options.device,
-                 prop.name, prop.major, prop.minor, prop.multiProcessorCount,
-                 formatBytes(prop.totalGlobalMem).c_str(), std::string(dtypeName(options.weight_dtype)).c_str(),
+  LLMRT_LOG_INFO("CUDA backend on device %d: %s (sm_%d%d, %d SMs, %s), weights %s, KV cache %s",
+                 options.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
+                 formatBytes(prop.totalGlobalMem).c_str(),
+                 std::string(dtypeName(options.weight_dtype)).c_str(),
                  std::string(dtypeName(b->options_.kv_dtype)).c_str());
   return b;
 }
@@ -147,7 +150,8 @@ Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, co
     if (!isFloatingPoint(p.dtype))
       return invalidArgument("loadWeight(" + name + "): dtype " + std::string(dtypeName(p.dtype)) +
                              " is not a floating type");
-    if (p.device != Device::kCpu) return invalidArgument("loadWeight(" + name + "): parts must be in host memory");
+    if (p.device != Device::kCpu)
+      return invalidArgument("loadWeight(" + name + "): parts must be in host memory");
     rows += p.shape[0];
   }
   Shape shape = first;
@@ -223,8 +227,10 @@ Status CudaBackend::copyFromHost(const float* src, TensorView dst) {
 
 Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_blocks) {
   if (g.dtype != DType::kF32 && g.dtype != DType::kBF16)
-    return unimplemented("CUDA backend stores the KV cache in F32 or BF16, not " + std::string(dtypeName(g.dtype)));
-  if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 || g.tokens_per_block <= 0)
+    return unimplemented("CUDA backend stores the KV cache in F32 or BF16, not " +
+                         std::string(dtypeName(g.dtype)));
+  if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 ||
+      g.tokens_per_block <= 0)
     return invalidArgument("allocateKvPools: every pool dimension must be positive");
   if (g.head_dim > 256) return unimplemented("CUDA attention supports head_dim <= 256");
   if (secondary_blocks < 0) return invalidArgument("allocateKvPools: secondary_blocks must be >= 0");
@@ -279,7 +285,8 @@ Status CudaBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
     const size_t width = static_cast<size_t>(c.num_tokens * geometry_.head_dim) * esz;
     const size_t height = static_cast<size_t>(geometry_.num_layers * 2 * geometry_.num_kv_heads);
     if (width == 0) continue;
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(d, pitch, s, pitch, width, height, cudaMemcpyDefault, stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy2DAsync(d, pitch, s, pitch, width, height, cudaMemcpyDefault, stream_));
   }
   return Status::ok();
 }
@@ -288,12 +295,13 @@ Status CudaBackend::readKvBlock(KvPoolKind pool, int32_t block, float* dst) {
   if (failed()) return error_;
   const bool primary = pool == KvPoolKind::kPrimary;
   const int64_t n = primary ? geometry_.num_blocks : secondary_blocks_;
-  if (block < 0 || block >= n) return outOfRange("readKvBlock: block " + std::to_string(block) + " out of range");
+  if (block < 0 || block >= n)
+    return outOfRange("readKvBlock: block " + std::to_string(block) + " out of range");
   const size_t bytes = geometry_.bytesPerBlock();
   std::vector<uint8_t> raw(bytes);
   const uint8_t* base = static_cast<const uint8_t*>(primary ? primary_ : secondary_);
-  LLMRT_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(raw.data(), base + static_cast<size_t>(block) * bytes, bytes, cudaMemcpyDefault, stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(raw.data(), base + static_cast<size_t>(block) * bytes, bytes,
+                                             cudaMemcpyDefault, stream_));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   convertToF32(raw.data(), geometry_.dtype, dst, static_cast<size_t>(geometry_.elementsPerBlock()));
   return Status::ok();

@@ -26,29 +26,30 @@ namespace llmrt {
 Status cudaStatus(cudaError_t err, const char* expr, const char* file, int line);
 Status cublasStatus(cublasStatus_t err, const char* expr, const char* file, int line);
 
-#define LLMRT_CUDA_RETURN_IF_ERROR(expr)                                                      \
-  do {                                                                                        \
-    const cudaError_t llmrt_cuda_err_ = (expr);                                               \
-    if (llmrt_cuda_err_ != cudaSuccess) return ::llmrt::cudaStatus(llmrt_cuda_err_, #expr, __FILE__, __LINE__); \
+#define LLMRT_CUDA_RETURN_IF_ERROR(expr)                                      \
+  do {                                                                        \
+    const cudaError_t llmrt_cuda_err_ = (expr);                               \
+    if (llmrt_cuda_err_ != cudaSuccess)                                       \
+      return ::llmrt::cudaStatus(llmrt_cuda_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 // In void ops: records the first error in error_ and leaves the op.
-#define LLMRT_CUDA_OP_CHECK(expr)                                                     \
-  do {                                                                                \
-    const cudaError_t llmrt_cuda_err_ = (expr);                                       \
-    if (llmrt_cuda_err_ != cudaSuccess) {                                             \
-      fail(::llmrt::cudaStatus(llmrt_cuda_err_, #expr, __FILE__, __LINE__));          \
-      return;                                                                         \
-    }                                                                                 \
+#define LLMRT_CUDA_OP_CHECK(expr)                                            \
+  do {                                                                       \
+    const cudaError_t llmrt_cuda_err_ = (expr);                              \
+    if (llmrt_cuda_err_ != cudaSuccess) {                                    \
+      fail(::llmrt::cudaStatus(llmrt_cuda_err_, #expr, __FILE__, __LINE__)); \
+      return;                                                                \
+    }                                                                        \
   } while (0)
 
-#define LLMRT_CUBLAS_OP_CHECK(expr)                                                   \
-  do {                                                                                \
-    const cublasStatus_t llmrt_cublas_err_ = (expr);                                  \
-    if (llmrt_cublas_err_ != CUBLAS_STATUS_SUCCESS) {                                 \
-      fail(::llmrt::cublasStatus(llmrt_cublas_err_, #expr, __FILE__, __LINE__));      \
-      return;                                                                         \
-    }                                                                                 \
+#define LLMRT_CUBLAS_OP_CHECK(expr)                                              \
+  do {                                                                           \
+    const cublasStatus_t llmrt_cublas_err_ = (expr);                             \
+    if (llmrt_cublas_err_ != CUBLAS_STATUS_SUCCESS) {                            \
+      fail(::llmrt::cublasStatus(llmrt_cublas_err_, #expr, __FILE__, __LINE__)); \
+      return;                                                                    \
+    }                                                                            \
   } while (0)
 
 class CudaBackend final : public Backend {
@@ -84,9 +85,10 @@ class CudaBackend final : public Backend {
   void add(TensorView x, const TensorView& y) override;
   void gatherRows(const TensorView& src, std::span<const int64_t> rows, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
-  void rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions, int64_t row_begin,
-            int64_t row_end, const RopeParams& params) override;
-  void writeKv(int64_t layer, const TensorView& k, const TensorView& v, std::span<const int64_t> slots) override;
+  void rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions,
+            int64_t row_begin, int64_t row_end, const RopeParams& params) override;
+  void writeKv(int64_t layer, const TensorView& k, const TensorView& v,
+               std::span<const int64_t> slots) override;
   void attention(int64_t layer, const TensorView& q, int64_t num_heads, std::span<const AttentionSeq> seqs,
                  float scale, TensorView out) override;
 

@@ -129,8 +129,8 @@ __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2
 
 // One block per row; threads over (K|V, head, dim).
 template <typename T>
-__global__ void writeKvKernel(T* pool, KvLayout g, int64_t layer, const float* k, int64_t ld_k, const float* v,
-                              int64_t ld_v, const int64_t* slots) {
+__global__ void writeKvKernel(T* pool, KvLayout g, int64_t layer, const float* k, int64_t ld_k,
+                              const float* v, int64_t ld_v, const int64_t* slots) {
   const int64_t r = blockIdx.x;
   const int64_t block = slots[r] / g.tokens_per_block, off = slots[r] % g.tokens_per_block;
   const int64_t per_kv = g.num_kv_heads * g.head_dim;
@@ -148,8 +148,8 @@ int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 :
 
 }  // namespace
 
-cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n, float* out,
-                      int64_t ld_out, cudaStream_t stream) {
+cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
+                      float* out, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int t = threadsFor(dim);
   if (table_dtype == DType::kBF16)
@@ -173,14 +173,15 @@ cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t ro
   return cudaGetLastError();
 }
 
-cudaError_t addBias(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
+cudaError_t addBias(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
+                    cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
   addBiasKernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(out, ld_out, bias, rows, cols);
   return cudaGetLastError();
 }
 
-cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols, float* out,
-                       int64_t ld_out, cudaStream_t stream) {
+cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols,
+                       float* out, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   gatherKernel<<<n, threadsFor(cols), 0, stream>>>(src, ld_src, rows, cols, out, ld_out);
   return cudaGetLastError();
@@ -193,28 +194,31 @@ cudaError_t siluMul(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter,
   return cudaGetLastError();
 }
 
-cudaError_t rope(float* q, int64_t ld_q, int64_t q_heads, float* k, int64_t ld_k, int64_t k_heads, int64_t head_dim,
-                 const int32_t* positions, int64_t rows, const float* inv_freq, int64_t rotary_dim, float scaling,
-                 cudaStream_t stream) {
+cudaError_t rope(float* q, int64_t ld_q, int64_t q_heads, float* k, int64_t ld_k, int64_t k_heads,
+                 int64_t head_dim, const int32_t* positions, int64_t rows, const float* inv_freq,
+                 int64_t rotary_dim, float scaling, cudaStream_t stream) {
   const int64_t half = rotary_dim / 2;
   if (rows == 0 || half == 0) return cudaSuccess;
-  ropeKernel<<<rows, threadsFor((q_heads + k_heads) * half), 0, stream>>>(q, ld_q, q_heads, k, ld_k, k_heads, head_dim,
-                                                                          positions, inv_freq, half, scaling);
+  ropeKernel<<<rows, threadsFor((q_heads + k_heads) * half), 0, stream>>>(
+      q, ld_q, q_heads, k, ld_k, k_heads, head_dim, positions, inv_freq, half, scaling);
   return cudaGetLastError();
 }
 
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  toBf16Kernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(x, ld_x, rows, cols, static_cast<__nv_bfloat16*>(out));
+  toBf16Kernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(x, ld_x, rows, cols,
+                                                              static_cast<__nv_bfloat16*>(out));
   return cudaGetLastError();
 }
 
-cudaError_t writeKv(void* pool, DType kv_dtype, const KvLayout& g, int64_t layer, const float* k, int64_t ld_k,
-                    const float* v, int64_t ld_v, const int64_t* slots, int64_t rows, cudaStream_t stream) {
+cudaError_t writeKv(void* pool, DType kv_dtype, const KvLayout& g, int64_t layer, const float* k,
+                    int64_t ld_k, const float* v, int64_t ld_v, const int64_t* slots, int64_t rows,
+                    cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const int t = threadsFor(2 * g.num_kv_heads * g.head_dim);
   if (kv_dtype == DType::kBF16)
-    writeKvKernel<<<rows, t, 0, stream>>>(static_cast<__nv_bfloat16*>(pool), g, layer, k, ld_k, v, ld_v, slots);
+    writeKvKernel<<<rows, t, 0, stream>>>(static_cast<__nv_bfloat16*>(pool), g, layer, k, ld_k, v, ld_v,
+                                          slots);
   else
     writeKvKernel<<<rows, t, 0, stream>>>(static_cast<float*>(pool), g, layer, k, ld_k, v, ld_v, slots);
   return cudaGetLastError();

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool), from the repository root, with the
+# build outputs carried in .carry-cuda/carry.tar.xz (bin/llmrt, backend_ops_test,
+# models/stories260K-hf). Writes logs under $OUT. Prepare here with:
+#   scripts/cuda/stage_carry.sh <build dir>
+set -u
+C=/tmp/llmrt-carry
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT" "$C"
+tar xJf .carry-cuda/carry.tar.xz -C "$C" || exit 2
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  ls -l /usr/local/cuda/lib64/libcublas.so* 2>&1 | head -3
+  ldd $C/bin/llmrt | grep -E "cublas|not found"
+} 2>&1 | tee "$OUT/env.txt"
+
+echo "== backend_ops_test"
+$C/backend_ops_test --gtest_brief=0 > "$OUT/ops.log" 2>&1
+echo "backend_ops_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/ops.log" | head -40
+
+echo "== end to end"
+python3 scripts/cuda/device_e2e.py $C/bin/llmrt tests/data/golden $C/models/stories260K-hf "$OUT" > "$OUT/e2e.log" 2>&1
+echo "device_e2e rc=$?"; grep -E "FAIL|failures" "$OUT/e2e.log" | head -40
+
+SAN=/usr/local/cuda/bin/compute-sanitizer
+if [[ -x $SAN ]]; then
+  echo "== compute-sanitizer memcheck"
+  for dt in float32 bfloat16; do
+    $SAN --tool memcheck --leak-check full --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
+      --prompt "Once upon a time" --max-tokens 40 --backend cuda --dtype $dt --tokens-per-block 16 \
+      --kv-cache-max-tokens 2048 --max-num-tokens 3 --json > "$OUT/memcheck_$dt.log" 2>&1
+    echo "memcheck generate $dt rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY" "$OUT/memcheck_$dt.log"
+  done
+  $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16' > "$OUT/memcheck_ops.log" 2>&1
+  echo "memcheck ops(bf16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
+else
+  echo "no compute-sanitizer at $SAN"
+fi

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""End-to-end check of the CUDA backend on a GPU machine (run by device_check.sh).
+
+For every golden model in tests/data/golden (HF float32 reference logits and
+greedy ids) and the stories260K model, runs `llmrt generate` on the CPU
+backend, the CUDA backend in float32 mode and in bfloat16 mode, and compares
+greedy ids (with the reference and with each other) and prompt logits.
+Prints one line per run and a summary; exits 1 when a float32 run differs.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+LLMRT = sys.argv[1]
+GOLDEN = sys.argv[2]
+STORIES = sys.argv[3]
+OUT = sys.argv[4]
+MODES = [("cpu", "auto"), ("cuda", "float32"), ("cuda", "bfloat16")]
+failures = []
+
+
+def run(model, ids, backend, dtype, max_tokens, extra=(), logits=None):
+    prompt_args = ["--prompt", ids] if isinstance(ids, str) else ["--input-ids", ",".join(map(str, ids))]
+    cmd = [LLMRT, "generate", "--model", model, *prompt_args, "--max-tokens",
+           str(max_tokens), "--ignore-eos", "--json", "--backend", backend, "--dtype", dtype,
+           "--kv-cache-max-tokens", "8192", *extra]
+    if logits:
+        cmd += ["--output-logits-npy", logits]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None, p.stderr[-2000:]
+    return json.loads(p.stdout), None
+
+
+def check(tag, ok, detail):
+    print(f"{'ok  ' if ok else 'FAIL'} {tag}: {detail}", flush=True)
+    if not ok:
+        failures.append(tag)
+
+
+# 1. Golden models: greedy ids vs HF, prompt logits vs HF.
+for name in sorted(os.listdir(GOLDEN)):
+    gdir = os.path.join(GOLDEN, name)
+    g = json.load(open(os.path.join(gdir, "golden.json")))
+    for ci, case in enumerate(g["cases"]):
+        # Dynamic NTK: with a KV cache, cached keys keep the rotation they were written with, so the
+        # KV-cache loop is the reference (as tests/model/hf_golden_test.cpp uses); prompts may run past
+        # max_position_embeddings, hence --max-seq-len.
+        dynamic = "dynamic" in name
+        ref_ids = case["greedy_new_ids_kv_cache" if dynamic else "greedy_new_ids"]
+        ref_logits = np.load(os.path.join(gdir, case["logits_file"]))
+        gap = case["min_top1_top2_gap"]
+        for backend, dtype in MODES:
+            for chunk in ([], ["--max-num-tokens", "7", "--tokens-per-block", "4"]):
+                chunk = chunk + (["--max-seq-len", "128"] if dynamic else [])
+                tag = f"{name}/case{ci}/{backend}-{dtype}{'/chunked' if '--max-num-tokens' in chunk else ''}"
+                lp = os.path.join("/tmp", f"{name}_{ci}_{backend}_{dtype}_{len(chunk)}.npy")
+                out, err = run(gdir, case["prompt_ids"], backend, dtype, len(ref_ids), chunk, lp)
+                if out is None:
+                    check(tag, False, "run failed: " + err)
+                    continue
+                got = out["output_ids"]
+                lg = np.load(lp)
+                diff = float(np.max(np.abs(lg - ref_logits)))
+                rel = float(np.linalg.norm(lg - ref_logits) / np.linalg.norm(ref_logits))
+                same = got == ref_ids
+                first_diff = next((i for i, (a, b) in enumerate(zip(got, ref_ids)) if a != b), None)
+                detail = (f"greedy {'==' if same else '!='} HF ({len(ref_ids)} tokens, min gap {gap:.3g}"
+                          f"{'' if same else f', first diff at {first_diff}'}); prompt logits max|d| {diff:.2e} rel {rel:.2e}")
+                if dtype == "bfloat16":
+                    # bf16 activations: report, but only fail on grossly wrong logits.
+                    check(tag, rel < 5e-2, detail)
+                else:
+                    check(tag, same and rel < 1e-4, detail)
+
+# 2. stories260K: the CLI test's reference ids, a long generation across many KV blocks, sampling.
+ref8 = [432, 383, 286, 261, 376, 298, 315, 421]
+prompt = "Once upon a time"
+results = {}
+for backend, dtype in MODES:
+    tag = f"stories260K/{backend}-{dtype}"
+    out, err = run(STORIES, prompt, backend, dtype, 8)
+    if out is None:
+        check(tag + "/8", False, err)
+        continue
+    check(tag + "/8", out["output_ids"] == ref8 or dtype == "bfloat16",
+          f"{out['output_ids']} vs reference {ref8}")
+    long_out, err = run(STORIES, prompt, backend, dtype, 400, ["--tokens-per-block", "16"])
+    results[(backend, dtype)] = long_out["output_ids"] if long_out else None
+    samp, err = run(STORIES, prompt, backend, dtype, 40, ["--n", "4", "--temperature", "0.8", "--seed", "7"])
+    results[(backend, dtype, "n4")] = [o["output_ids"] for o in samp["outputs"]] if samp else None
+cpu_long = results.get(("cpu", "auto"))
+for dtype in ("float32", "bfloat16"):
+    got = results.get(("cuda", dtype))
+    if cpu_long is None or got is None:
+        check(f"stories260K/long-400/{dtype}", False, "missing run")
+        continue
+    n_same = next((i for i, (a, b) in enumerate(zip(got, cpu_long)) if a != b), min(len(got), len(cpu_long)))
+    check(f"stories260K/long-400/{dtype}", got == cpu_long or dtype == "bfloat16",
+          f"first {n_same} of {len(cpu_long)} greedy tokens equal to the CPU backend's")
+    s_cpu, s_gpu = results.get(("cpu", "auto", "n4")), results.get(("cuda", dtype, "n4"))
+    # Reported, not gated: an inverse-CDF draw that lands within float32 rounding of a token
+    # boundary flips on any change of summation order (seen once on an H200: margin 3e-8).
+    print(f"info stories260K/sample-n4/{dtype}: 4 sampled sequences (T=0.8, seed 7) "
+          f"{'equal' if s_cpu == s_gpu else 'differ'} to the CPU backend's: cpu {s_cpu} cuda {s_gpu}", flush=True)
+
+print(f"\n{len(failures)} failures" + (": " + ", ".join(failures) if failures else ""))
+sys.exit(1 if failures else 0)

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Packs what scripts/cuda/device_check.sh needs into .carry-cuda/carry.tar.xz (git-ignored;
+# pass it in the device tool's `carry`). Usage: stage_carry.sh <build dir>
+set -eu
+B=${1:?build dir}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+C=$root/.carry-cuda
+rm -rf "$C"; mkdir -p "$C/bin" "$C/models"
+cp "$B/bin/llmrt" "$C/bin/"
+cp "$B/tests/backend/backend_ops_test" "$C/"
+cp -r "$root/../shared/testdata/models/stories260K-hf" "$C/models/"
+strip "$C/bin/llmrt" "$C/backend_ops_test"
+# Static OpenBLAS makes the binaries large: ship them compressed (the tree may carry 64 MiB).
+(cd "$C" && tar cJf ../carry.tar.xz . && rm -rf ./* && mv ../carry.tar.xz .)
+du -sh "$C"

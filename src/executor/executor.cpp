@@ -1,0 +1,203 @@
+// Executor: public methods, queues shared with client threads, lifecycle.
+// The step loop is in executor_loop.cpp.
+#include "llmrt/executor.h"
+
+#include "core/logging.h"
+#include "executor/executor_impl.h"
+
+namespace llmrt {
+
+Status ExecutorConfig::validate() const {
+  if (model.empty()) return fieldError("ExecutorConfig", "model", "\"\"", "a model directory");
+  if (max_batch_size < 1 || max_batch_size > (1 << 20))
+    return fieldError("ExecutorConfig", "max_batch_size", std::to_string(max_batch_size), "an integer in [1, 1048576]");
+  if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
+    return fieldError("ExecutorConfig", "max_num_tokens", std::to_string(max_num_tokens), "an integer in [1, 1048576]");
+  if (max_input_len < 0) return fieldError("ExecutorConfig", "max_input_len", std::to_string(max_input_len), ">= 0");
+  if (max_seq_len < 0) return fieldError("ExecutorConfig", "max_seq_len", std::to_string(max_seq_len), ">= 0");
+  if (max_seq_len > 0 && max_input_len > max_seq_len)
+    return fieldError("ExecutorConfig", "max_input_len", std::to_string(max_input_len),
+                      "at most max_seq_len (" + std::to_string(max_seq_len) + ")");
+  if (!scheduler_config.enable_chunked_context && max_input_len > max_num_tokens)
+    return fieldError("ExecutorConfig", "max_input_len", std::to_string(max_input_len),
+                      "at most max_num_tokens (" + std::to_string(max_num_tokens) +
+                          ") without enable_chunked_context");
+  if (iter_stats_max_iterations < 0)
+    return fieldError("ExecutorConfig", "iter_stats_max_iterations", std::to_string(iter_stats_max_iterations),
+                      ">= 0");
+  if (num_threads < 0) return fieldError("ExecutorConfig", "num_threads", std::to_string(num_threads), ">= 0");
+  LLMRT_RETURN_IF_ERROR(scheduler_config.validate());
+  return kv_cache_config.validate();
+}
+
+Executor::Executor() : impl_(std::make_unique<Impl>()) {}
+
+Executor::~Executor() { shutdown(); }
+
+Result<std::unique_ptr<Executor>> Executor::create(const ExecutorConfig& config) {
+  LLMRT_RETURN_IF_ERROR(config.validate());
+  EngineOptions o;
+  o.model_dir = config.model;
+  o.backend = config.backend;
+  o.dtype = config.dtype;
+  o.kv_cache_config = config.kv_cache_config;
+  o.max_seq_len = config.max_seq_len;
+  o.max_num_tokens = config.max_num_tokens;
+  o.num_threads = config.num_threads;
+  std::unique_ptr<Executor> ex(new Executor());
+  Impl& im = *ex->impl_;
+  im.config = config;
+  LLMRT_ASSIGN_OR_RETURN(im.engine, Engine::create(o));
+  if (im.config.max_input_len == 0) im.config.max_input_len = im.engine->maxSeqLen() - 1;
+  SchedulerOptions so;
+  so.config = config.scheduler_config;
+  so.max_batch_size = config.max_batch_size;
+  so.max_num_tokens = static_cast<int32_t>(config.max_num_tokens);
+  im.scheduler = std::make_unique<Scheduler>(so, im.engine->kvCache());
+  im.publishStats(nullptr);
+  im.loop = std::thread([&im] { im.run(); });
+  return ex;
+}
+
+Result<RequestId> Executor::enqueueRequest(Request request) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->stopping) return failedPrecondition("enqueueRequest: the executor has been shut down");
+  const RequestId id = impl_->next_id++;
+  impl_->pending.push_back({id, std::move(request), detail::Clock::now()});
+  impl_->unfinished.insert(id);
+  impl_->work_cv.notify_one();
+  return id;
+}
+
+Result<std::vector<RequestId>> Executor::enqueueRequests(std::vector<Request> requests) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->stopping) return failedPrecondition("enqueueRequests: the executor has been shut down");
+  std::vector<RequestId> ids;
+  ids.reserve(requests.size());
+  const auto now = detail::Clock::now();
+  for (Request& r : requests) {
+    const RequestId id = impl_->next_id++;
+    impl_->pending.push_back({id, std::move(r), now});
+    impl_->unfinished.insert(id);
+    ids.push_back(id);
+  }
+  impl_->work_cv.notify_one();
+  return ids;
+}
+
+namespace {
+
+template <typename Pred>
+bool waitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+             std::optional<std::chrono::milliseconds> timeout, Pred pred) {
+  if (!timeout) {
+    cv.wait(lock, pred);
+    return true;
+  }
+  return cv.wait_for(lock, *timeout, pred);
+}
+
+}  // namespace
+
+std::vector<Response> Executor::awaitResponses(RequestId id, std::optional<std::chrono::milliseconds> timeout) {
+  Impl& im = *impl_;
+  std::unique_lock<std::mutex> lock(im.mu);
+  auto ready = [&] {
+    auto it = im.responses.find(id);
+    return (it != im.responses.end() && !it->second.empty()) || !im.unfinished.count(id);
+  };
+  waitFor(im.resp_cv, lock, timeout, ready);
+  std::vector<Response> out;
+  auto it = im.responses.find(id);
+  if (it != im.responses.end()) {
+    out.assign(std::make_move_iterator(it->second.begin()), std::make_move_iterator(it->second.end()));
+    im.responses.erase(it);
+  }
+  return out;
+}
+
+std::vector<Response> Executor::awaitResponses(std::optional<std::chrono::milliseconds> timeout) {
+  Impl& im = *impl_;
+  std::unique_lock<std::mutex> lock(im.mu);
+  waitFor(im.resp_cv, lock, timeout, [&] { return !im.responses.empty() || im.unfinished.empty(); });
+  std::vector<Response> out;
+  for (auto& [id, q] : im.responses)
+    for (Response& r : q) out.push_back(std::move(r));
+  im.responses.clear();
+  return out;
+}
+
+size_t Executor::getNumResponsesReady(std::optional<RequestId> id) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (id) {
+    auto it = impl_->responses.find(*id);
+    return it == impl_->responses.end() ? 0 : it->second.size();
+  }
+  size_t n = 0;
+  for (const auto& [rid, q] : impl_->responses) n += q.size();
+  return n;
+}
+
+void Executor::cancelRequest(RequestId id) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->unfinished.count(id)) return;
+  impl_->cancels.push_back(id);
+  impl_->work_cv.notify_one();
+}
+
+void Executor::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping && !impl_->loop.joinable()) return;
+    impl_->stopping = true;
+    impl_->work_cv.notify_all();
+  }
+  if (impl_->loop.joinable()) impl_->loop.join();
+}
+
+std::vector<IterationStats> Executor::getLatestIterationStats() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<IterationStats> out(std::make_move_iterator(impl_->iteration_stats.begin()),
+                                  std::make_move_iterator(impl_->iteration_stats.end()));
+  impl_->iteration_stats.clear();
+  return out;
+}
+
+ExecutorStats Executor::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+size_t Executor::numActiveRequests() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->unfinished.size();
+}
+
+bool Executor::waitIdle(std::optional<std::chrono::milliseconds> timeout) const {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return waitFor(impl_->resp_cv, lock, timeout, [&] { return impl_->unfinished.empty(); });
+}
+
+const ModelConfig& Executor::modelConfig() const { return impl_->engine->modelConfig(); }
+const Tokenizer* Executor::tokenizer() const { return impl_->engine->tokenizer(); }
+int64_t Executor::maxSeqLen() const { return impl_->engine->maxSeqLen(); }
+
+SamplingParams Executor::defaultSamplingParams() const {
+  SamplingParams p;
+  const auto& gen = impl_->engine->modelDirectory().generation;
+  if (!gen) return p;
+  if (gen->do_sample && !*gen->do_sample) p.temperature = 0.0f;
+  if (gen->temperature && (!gen->do_sample || *gen->do_sample)) p.temperature = static_cast<float>(*gen->temperature);
+  if (gen->top_k) p.top_k = static_cast<int>(*gen->top_k);
+  if (gen->top_p) p.top_p = static_cast<float>(*gen->top_p);
+  if (gen->min_p) p.min_p = static_cast<float>(*gen->min_p);
+  if (gen->repetition_penalty) p.repetition_penalty = static_cast<float>(*gen->repetition_penalty);
+  return p;
+}
+
+Status Executor::checkKvInvariants() {
+  std::lock_guard<std::mutex> lock(impl_->step_mu);
+  return impl_->engine->kvCache().checkInvariants();
+}
+
+}  // namespace llmrt

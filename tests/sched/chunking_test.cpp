@@ -1,0 +1,58 @@
+// Context chunking policies: chunk sizes and order.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sched/chunking_policy.h"
+
+namespace llmrt {
+namespace {
+
+std::vector<int32_t> chunks(ContextChunkingPolicy p, std::vector<ChunkCandidate> c, int32_t budget, bool on = true,
+                            int32_t tpb = 16) {
+  ChunkingOptions o;
+  o.policy = p;
+  o.enable_chunking = on;
+  o.tokens_per_block = tpb;
+  o.max_num_tokens = 64;
+  assignChunks(o, c, budget);
+  std::vector<int32_t> out;
+  for (const auto& x : c) out.push_back(x.chunk);
+  return out;
+}
+
+TEST(Chunking, FirstComeFirstServedGivesTheEarliestEverything) {
+  auto c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 100}, {0, 100}}, 64);
+  EXPECT_EQ(c, (std::vector<int32_t>{64, 0}));
+  c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{64, 100}, {0, 100}}, 64);
+  EXPECT_EQ(c, (std::vector<int32_t>{36, 16}));  // the last chunk of the first, then whole blocks
+}
+
+TEST(Chunking, EqualProgressGivesOneBlockToEachPerRound) {
+  auto c = chunks(ContextChunkingPolicy::kEqualProgress, {{0, 100}, {0, 100}, {0, 100}}, 64);
+  EXPECT_EQ(c, (std::vector<int32_t>{32, 16, 16}));
+  c = chunks(ContextChunkingPolicy::kEqualProgress, {{0, 10}, {0, 100}}, 64);
+  EXPECT_EQ(c, (std::vector<int32_t>{10, 48}));
+}
+
+TEST(Chunking, ChunksEndOnBlockBoundariesExceptTheLast) {
+  auto c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{5, 200}}, 50);
+  EXPECT_EQ(c[0], 43);  // 5 + 43 = 48, a multiple of 16
+  c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 200}}, 15);
+  EXPECT_EQ(c[0], 0);  // less than a block: wait
+  c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 10}}, 15);
+  EXPECT_EQ(c[0], 10);
+}
+
+TEST(Chunking, WithoutChunkingContextsRunWholeInOrder) {
+  auto c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 40}, {0, 10}, {0, 5}}, 50, false);
+  EXPECT_EQ(c, (std::vector<int32_t>{40, 10, 0}));
+  c = chunks(ContextChunkingPolicy::kEqualProgress, {{0, 60}, {0, 10}}, 50, false);
+  EXPECT_EQ(c, (std::vector<int32_t>{0, 0}));  // the first waits for a full budget; no overtaking
+  // A context longer than max_num_tokens (a resumed one) is chunked anyway.
+  c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 100}}, 64, false);
+  EXPECT_EQ(c[0], 64);
+}
+
+}  // namespace
+}  // namespace llmrt
