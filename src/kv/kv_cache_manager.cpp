@@ -357,9 +357,27 @@ void KvCacheManager::storeFullBlocks(Sequence& seq) {
           seq.retention ? retentionFor(seq, i).priority : KvCacheRetentionConfig::kDefaultPriority;
       pool_.insert(b, seq.store_parent, h, toks, scratch_extras_, priority, seq.extras.lora_id);
       node = b;
+    } else if (pool_.at(node).pool == KvPool::kPrimary) {
+      // An equal block is already in the tree (another sequence computed the
+      // same prefix at the same time). The key is the whole token prefix plus
+      // extras, so its KV equals ours: take a reference on the twin, put it in
+      // our table and free our private copy. Later blocks then hang under a
+      // block this sequence holds, so storing them locks nothing new and
+      // free + reclaimable never shrinks here (it grows by one when the twin
+      // was already locked). Our copy was never stored: no event for it.
+      pool_.pin(node);
+      pool_.release(b, nullptr);
+      seq.blocks[i] = node;
+      seq.table[i] = pool_.at(node).slot;
+    } else {
+      // The twin sits in the secondary pool. Onboarding would take a primary
+      // block (maybe by eviction) for KV we already hold, and a primary block
+      // cannot hang under a secondary one: keep our copy private and stop
+      // storing this sequence (its remaining blocks stay private, as after a
+      // broken chain). Nothing is locked on anyone's behalf.
+      seq.storing = false;
+      return;
     }
-    // else: an equal block is already cached (computed concurrently); ours stays
-    // private and the chain continues from the cached one.
     seq.store_parent = node;
     seq.store_parent_gen = pool_.at(node).generation;
     ++seq.num_stored;

@@ -30,7 +30,9 @@
 //     Positions below numReusedTokens need no computation at all.
 //  4. After the step's KV writes are done: markComputed(id, n). Full computed
 //     blocks enter the radix tree right here (early reuse): a request added after
-//     this call can reuse them while this sequence still runs.
+//     this call can reuse them while this sequence still runs. A computed block
+//     equal to one already in the tree (computed concurrently by another
+//     sequence) is replaced by that block in this table and freed.
 //
 // Block tables: entry i holds the primary-pool block of token positions
 // [i*T, (i+1)*T); with a sliding window, entries of released blocks read kNoBlock.

@@ -65,7 +65,26 @@ Status KvCacheManager::checkInvariants() const {
         return bad(strprintf("block %zu: table says %d, block sits at %s %d", i, s.table[i],
                              std::string(kvPoolName(x.pool)).c_str(), x.slot));
       ++holders[b];
+      // A held tree block hangs under the block this sequence holds just before
+      // it (or the root), so it never locks a block without a holder. Only the
+      // first block kept by a sliding window may hang under a released one.
+      if (x.in_tree) {
+        const int32_t want_parent = i == 0 ? pool_.root()
+                                    : static_cast<int32_t>(i) > s.first_held ? s.blocks[i - 1]
+                                                                             : kNil;
+        if (want_parent != kNil && x.parent != want_parent)
+          return bad(strprintf("tree block %zu (object %d) hangs under object %d, not under the sequence's "
+                               "block %zu (object %d)",
+                               i, b, x.parent, i - (i > 0 ? 1 : 0), want_parent));
+      }
+      if (static_cast<int32_t>(i) < s.num_stored && !x.in_tree)
+        return bad(strprintf("block %zu is below num_stored %d but not in the tree", i, s.num_stored));
     }
+    if (s.storing && s.num_stored > 0 &&
+        (s.num_stored > static_cast<int32_t>(s.blocks.size()) || s.store_parent != s.blocks[s.num_stored - 1]))
+      return bad(strprintf("store_parent %d is not the sequence's block %d", s.store_parent, s.num_stored - 1));
+    if (s.storing && s.num_stored == 0 && s.store_parent != pool_.root())
+      return bad(strprintf("store_parent %d is not the root before the first stored block", s.store_parent));
   }
   for (int32_t b = 0; b < n; ++b) {
     const detail::PoolBlock& x = pool_.at(b);

@@ -19,9 +19,10 @@ struct KvCacheManager::Sequence {
   std::vector<int32_t> blocks;  // block objects per logical block; detail::kNil once released by the window
   std::vector<BlockId> table;   // their primary slots (what the runner reads)
   int32_t first_held = 0;       // logical blocks below this were released by the window
-  // Storing into the tree: blocks [0, num_stored) have their key in the tree;
-  // store_parent is the tree block for that prefix (this sequence's own block,
-  // or an equal one another sequence stored first).
+  // Storing into the tree: blocks [0, num_stored) are tree blocks this
+  // sequence holds (its own, reused ones, or an equal twin another sequence
+  // stored first, which replaced the private copy in blocks/table); while
+  // storing, store_parent is blocks[num_stored - 1] (the root when 0).
   int32_t num_stored = 0;
   int32_t store_parent = detail::kNil;
   uint32_t store_parent_gen = 0;

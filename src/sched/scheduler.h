@@ -111,10 +111,9 @@ class Scheduler {
 
   const SchedulerOptions& options() const { return options_; }
   // Times a GUARANTEED_NO_EVICT / STATIC_BATCH reservation fell short and a
-  // request had to be paused after all. The KV cache manager can lock cached
-  // blocks no sequence holds (a sequence whose full block duplicates a cached one
-  // continues its chain under that cached block), which the reservation cannot
-  // see; those pauses keep the requests running instead of failing them.
+  // request had to be paused after all. A safety net: the KV cache manager keeps
+  // free + reclaimable from shrinking without an allocation, so this stays 0
+  // unless that invariant breaks; the pause keeps requests running if it does.
   uint64_t numBrokenGuarantees() const { return num_broken_guarantees_; }
 
  private:

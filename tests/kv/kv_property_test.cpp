@@ -8,6 +8,10 @@
 //  - every eviction decision is checked against a brute-force scan: the victim
 //    is the (priority, last use) minimum among leaves, offload vs drop as specified;
 //  - out-of-blocks answers only when the blocks are really not there.
+// Duplicate prompts of running requests are added on purpose and, in greedy runs,
+// decode tokens follow from the prefix, so identical requests compute identical
+// blocks at the same time; markComputed and removeSequence must never lower
+// free + reclaimable, and without a window no cached block may stay locked.
 // At the end every sequence is removed: nothing stays referenced and the whole
 // primary pool is obtainable again.
 #include <gtest/gtest.h>
@@ -47,6 +51,7 @@ class PropertyRun {
     const int32_t mins[] = {1, 35, 60};
     cfg_.secondary_offload_min_priority = mins[pick(0, 2)];
     cfg_.event_buffer_max_size = coin(0.5) ? 64 : 0;
+    greedy_ = coin(0.5);
     mem_ = std::make_unique<SimKvMemory>(T_, np_, ns_);
     KvCacheManagerOptions o;
     o.copier = mem_.get();
@@ -60,9 +65,11 @@ class PropertyRun {
 
   std::string describe() const {
     return strprintf(
-        "seed %llu: T=%d primary=%d secondary=%d reuse=%d partial=%d onboard=%d window=%d min_prio=%d",
+        "seed %llu: T=%d primary=%d secondary=%d reuse=%d partial=%d onboard=%d window=%d min_prio=%d "
+        "greedy=%d",
         (unsigned long long)seed_, T_, np_, ns_, cfg_.enable_block_reuse, cfg_.enable_partial_reuse,
-        cfg_.onboard_blocks, cfg_.max_attention_window.value_or(0), cfg_.secondary_offload_min_priority);
+        cfg_.onboard_blocks, cfg_.max_attention_window.value_or(0), cfg_.secondary_offload_min_priority,
+        greedy_);
   }
 
   // Returns the number of operations run (stops at the first failure).
@@ -171,6 +178,15 @@ class PropertyRun {
     if (resume) {
       l = std::move(*resume);
       l.prompt_len = static_cast<int32_t>(l.s.tokens.size());
+    } else if (!live_.empty() && coin(0.25)) {
+      // A duplicate of a running request's prompt (same extras, same length):
+      // both compute identical blocks, possibly at the same time.
+      const Live& twin = live_[pick(0, static_cast<int32_t>(live_.size()) - 1)];
+      l.s.id = next_id_++;
+      l.s.tokens.assign(twin.s.tokens.begin(), twin.s.tokens.begin() + twin.prompt_len);
+      l.prompt_len = twin.prompt_len;
+      l.s.extras = twin.s.extras;
+      l.target = twin.target;
     } else {
       l.s.id = next_id_++;
       l.s.tokens = makePrompt();
@@ -226,8 +242,13 @@ class PropertyRun {
     const int32_t alloc = m_->numAllocatedTokens(id);
     const int32_t comp = m_->numComputedTokens(id);
     if (alloc > comp) {
+      const int32_t avail = m_->numAvailableBlocks();
       std::string err = runStep(*m_, *mem_, l.s, window());
       if (!err.empty()) return fail(err);
+      // markComputed allocates nothing: it must not lock blocks (reservations rely on it).
+      if (m_->numAvailableBlocks() < avail)
+        return fail(strprintf("markComputed lowered free + reclaimable from %d to %d", avail,
+                              m_->numAvailableBlocks()));
       return;
     }
     int32_t n = 0;
@@ -238,7 +259,8 @@ class PropertyRun {
       st = m_->allocatePromptTokens(id, n);
     } else if (static_cast<int32_t>(l.s.tokens.size()) < l.target) {
       n = 1;
-      const TokenId t = pick(0, 3);
+      // Greedy runs: the next token is a function of the prefix, so duplicates generate alike.
+      const TokenId t = greedy_ && !l.s.ids.empty() ? static_cast<TokenId>(l.s.ids.back() % 4) : pick(0, 3);
       st = m_->appendToken(id, t);
       if (st.isOk() && *st == KvAllocStatus::kOk) {
         l.s.tokens.push_back(t);
@@ -265,8 +287,12 @@ class PropertyRun {
     }
     if (live_.empty()) return;
     const size_t i = static_cast<size_t>(pick(0, static_cast<int32_t>(live_.size()) - 1));
+    const int32_t avail = m_->numAvailableBlocks();
     Status st = m_->removeSequence(live_[i].s.id);
     if (!st.isOk()) return fail("remove: " + st.toString());
+    if (m_->numAvailableBlocks() < avail)
+      return fail(strprintf("removeSequence lowered free + reclaimable from %d to %d", avail,
+                            m_->numAvailableBlocks()));
     if (m_->hasSequence(live_[i].s.id)) return fail("removed sequence still present");
     Live l = std::move(live_[i]);
     live_.erase(live_.begin() + i);
@@ -297,6 +323,11 @@ class PropertyRun {
         return fail(
             strprintf("free %d + used %d + cached %d != total %d", p->free, p->used, p->cached, p->total));
     if (s.primary.reclaimable > s.primary.cached) return fail("more reclaimable than cached blocks");
+    // Without a sliding window every sequence holds the whole chain above its tree
+    // blocks, so a cached block is never locked: cached == reclaimable.
+    if (!window() && s.primary.reclaimable != s.primary.cached)
+      return fail(strprintf("%d cached primary blocks but only %d reclaimable (locked without a holder)",
+                            s.primary.cached, s.primary.reclaimable));
     for (const Live& l : live_) {
       const int32_t a = m_->numAllocatedTokens(l.s.id);
       if (static_cast<int32_t>(m_->blockTable(l.s.id).size()) != (a + T_ - 1) / T_)
@@ -382,6 +413,7 @@ class PropertyRun {
   std::vector<std::vector<TokenId>> history_;
   SequenceId next_id_ = 1;
   bool failed_ = false;
+  bool greedy_ = false;  // decode tokens follow from the prefix (identical requests stay identical)
   uint64_t evictions_checked_ = 0;
   KvCacheStats final_stats_;
 };

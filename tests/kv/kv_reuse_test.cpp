@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "kv/block_key.h"
 #include "kv/kv_cache_manager.h"
 #include "kv_test_util.h"
@@ -142,30 +144,168 @@ TEST(KvReuseTest, NothingReusableBeforeItIsComputed) {
   EXPECT_EQ(f.m->lookupPrefix(iota(16)).num_reusable_tokens, 8);
 }
 
-TEST(KvReuseTest, ConcurrentDuplicatesKeepOneCopyAndTheChainGoesOn) {
+TEST(KvReuseTest, ConcurrentDuplicatesShareTheCachedTwinAndTheChainGoesOn) {
   Fixture f(cfg());
   SimSequence a{1, iota(8), {}, {}};
   SimSequence b{2, concat(iota(8), iota(8, 100)), {}, {}};
   // Both are added before either computes: both compute the shared 8 tokens.
   ASSERT_EQ(f.m->addSequence(1, a.tokens)->num_reused_tokens, 0);
   ASSERT_EQ(f.m->addSequence(2, b.tokens)->num_reused_tokens, 0);
+  EXPECT_EQ(f.m->numFreeBlocks(), 32 - 2 - 4);
+  const BlockId b0_private = f.m->blockTable(2)[0];
   ASSERT_EQ(runStep(*f.m, f.mem, a), "");
+  f.m->drainEvents();
   ASSERT_EQ(runStep(*f.m, f.mem, b), "");
-  // b's first two blocks duplicate a's and stay private; its last two hang under a's.
-  EXPECT_FALSE(f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(2)[0]).in_tree);
+  // b's first two blocks duplicate a's: b now references a's blocks and its
+  // private copies went back to the free list; its last two hang under them.
+  EXPECT_EQ(f.m->blockTable(2)[0], f.m->blockTable(1)[0]);
+  EXPECT_EQ(f.m->blockTable(2)[1], f.m->blockTable(1)[1]);
+  EXPECT_NE(f.m->blockTable(2)[0], b0_private);
+  EXPECT_EQ(f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(2)[0]).ref_count, 2);
+  EXPECT_EQ(f.m->blockInfo(KvPool::kPrimary, b0_private).ref_count, 0);
+  EXPECT_FALSE(f.m->blockInfo(KvPool::kPrimary, b0_private).in_tree);
   EXPECT_TRUE(f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(2)[2]).in_tree);
+  EXPECT_EQ(f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(2)[2]).parent_hash,
+            f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(1)[1]).hash);
+  EXPECT_EQ(f.m->numFreeBlocks(), 32 - 2 - 2);
+  // Only b's two new blocks were stored (no second Stored for the twins, no Removed).
+  int stored = 0, removed = 0;
+  for (const auto& e : f.m->drainEvents()) {
+    stored += std::holds_alternative<KvEventStored>(e.data);
+    removed += std::holds_alternative<KvEventRemoved>(e.data);
+  }
+  EXPECT_EQ(stored, 2);
+  EXPECT_EQ(removed, 0);
+  EXPECT_TRUE(f.m->checkInvariants().isOk()) << f.m->checkInvariants().toString();
   SimSequence c{3, concat(b.tokens, {7}), {}, {}};
   AddSequenceResult r = f.addAndPrefill(c);
   EXPECT_EQ(r.num_reused_tokens, 16);
   EXPECT_EQ(f.m->blockTable(3)[0], f.m->blockTable(1)[0]);
   EXPECT_EQ(f.m->blockTable(3)[3], f.m->blockTable(2)[3]);
+  // a leaves first: the blocks b shares stay referenced (used), nothing is locked without a holder.
   ASSERT_TRUE(f.m->removeSequence(1).isOk());
+  KvCacheStats s = f.m->stats();
+  EXPECT_EQ(s.primary.cached, s.primary.reclaimable);
   ASSERT_TRUE(f.m->removeSequence(2).isOk());
   ASSERT_TRUE(f.m->removeSequence(3).isOk());
-  KvCacheStats s = f.m->stats();
-  EXPECT_EQ(s.primary.cached, 4);  // b's private duplicates went back to free
+  s = f.m->stats();
+  EXPECT_EQ(s.primary.cached, 4);
+  EXPECT_EQ(s.primary.reclaimable, 4);
   EXPECT_EQ(s.primary.free, 28);
   EXPECT_TRUE(f.m->checkInvariants().isOk());
+}
+
+// The leak the executor hit: identical prompts admitted together, greedy (equal)
+// continuations. A GUARANTEED_NO_EVICT-style reservation (available >= sum of
+// numBlocksNeededToComplete) must hold after every call, and every allocation
+// made within it must succeed.
+TEST(KvReuseTest, IdenticalConcurrentPromptsNeverBreakTheReservation) {
+  Fixture f(cfg(), /*np=*/8);
+  std::map<SequenceId, SimSequence*> running;
+  auto reserved = [&] {
+    int32_t n = 0;
+    for (auto& [id, s] : running) n += f.m->numBlocksNeededToComplete(id);
+    return n;
+  };
+  auto audit = [&](const char* where) {
+    SCOPED_TRACE(where);
+    const KvCacheStats s = f.m->stats();
+    EXPECT_EQ(s.primary.free + s.primary.used + s.primary.cached, s.primary.total);
+    EXPECT_EQ(s.primary.cached, s.primary.reclaimable) << "a cached block is locked without a holder";
+    EXPECT_GE(f.m->numAvailableBlocks(), reserved()) << "reservation exceeded";
+    Status st = f.m->checkInvariants();
+    EXPECT_TRUE(st.isOk()) << st.toString();
+  };
+  auto admit = [&](SimSequence& s, int32_t max_new, std::optional<int32_t> first_chunk = std::nullopt) {
+    ASSERT_LE(f.m->numBlocksNeeded(static_cast<int32_t>(s.tokens.size()), max_new),
+              f.m->numAvailableBlocks() - reserved());
+    AddSequenceOptions o;
+    o.max_new_tokens = max_new;
+    o.num_tokens_to_allocate = first_chunk;
+    auto r = f.m->addSequence(s.id, s.tokens, o);
+    ASSERT_TRUE(r.isOk());
+    ASSERT_EQ(r->status, KvAllocStatus::kOk);
+    running[s.id] = &s;
+    audit("admit");
+  };
+  auto step = [&](SimSequence& s) {
+    ASSERT_EQ(runStep(*f.m, f.mem, s), "");
+    audit("step");
+  };
+  auto decode = [&](SimSequence& s, TokenId t) {
+    s.tokens.push_back(t);
+    s.refreshIds();
+    auto st = f.m->appendToken(s.id, t);
+    ASSERT_TRUE(st.isOk());
+    ASSERT_EQ(*st, KvAllocStatus::kOk) << "allocation within the reservation failed";
+    audit("append");
+    step(s);
+  };
+  // a: 6 + 6 tokens (3 blocks), b: the same 6 + 14 (5 blocks): 8 blocks, the whole pool.
+  SimSequence a{1, iota(6), {}, {}};
+  SimSequence b{2, iota(6), {}, {}};
+  admit(a, 6);
+  admit(b, 14);
+  step(a);
+  step(b);
+  for (int i = 0; i < 6; ++i) {  // greedy: both generate the same tokens
+    decode(a, 50 + i);
+    decode(b, 50 + i);
+  }
+  EXPECT_EQ(f.m->blockTable(1)[2], f.m->blockTable(2)[2]);
+  ASSERT_TRUE(f.m->removeSequence(1).isOk());
+  running.erase(1);
+  audit("remove a");
+  // b still holds the 3 blocks it shares with a: 5 blocks are free for c and b's rest.
+  EXPECT_EQ(f.m->numAvailableBlocks(), 5);
+  // c (3 blocks) is admitted with its first context chunk still to come.
+  SimSequence c{3, iota(8, 200), {}, {}};
+  admit(c, 4, /*first_chunk=*/0);
+  // b fills and stores its block 3 before c allocates. It must hang under a
+  // block b holds: hung under a's unreferenced cached block, it would lock a's
+  // three blocks and leave c's reserved blocks short.
+  for (int i = 0; i < 4; ++i) decode(b, 60 + i);
+  {
+    auto st = f.m->allocatePromptTokens(3, 8);
+    ASSERT_TRUE(st.isOk());
+    ASSERT_EQ(*st, KvAllocStatus::kOk) << "c's reserved prompt blocks are gone";
+    audit("c's prompt");
+  }
+  step(c);
+  for (int i = 0; i < 4; ++i) decode(c, 70 + i);
+  for (int i = 0; i < 4; ++i) decode(b, 80 + i);
+  ASSERT_TRUE(f.m->removeSequence(2).isOk());
+  ASSERT_TRUE(f.m->removeSequence(3).isOk());
+  running.clear();
+  audit("end");
+  EXPECT_EQ(f.m->numAvailableBlocks(), 8);
+  EXPECT_EQ(f.m->stats().primary.used, 0);
+}
+
+// A twin that was offloaded meanwhile: the sequence keeps its private copy and
+// stops storing (nothing is onboarded, nothing is locked on anyone's behalf).
+TEST(KvReuseTest, DuplicateOfAnOffloadedBlockStaysPrivate) {
+  Fixture f(cfg(), /*np=*/3, /*ns=*/4);
+  SimSequence a{1, iota(4), {}, {}};
+  SimSequence b{2, iota(4), {}, {}};
+  ASSERT_EQ(f.m->addSequence(1, a.tokens)->status, KvAllocStatus::kOk);
+  ASSERT_EQ(f.m->addSequence(2, b.tokens)->status, KvAllocStatus::kOk);
+  ASSERT_EQ(runStep(*f.m, f.mem, a), "");
+  ASSERT_TRUE(f.m->removeSequence(1).isOk());
+  SimSequence c{3, iota(8, 300), {}, {}};  // 2 blocks: a's cached block goes to the secondary pool
+  ASSERT_EQ(f.m->addSequence(3, c.tokens)->status, KvAllocStatus::kOk);
+  EXPECT_EQ(f.m->stats().offloaded_blocks, 1u);
+  EXPECT_EQ(f.m->stats().secondary.cached, 1);
+  f.m->drainEvents();
+  ASSERT_EQ(runStep(*f.m, f.mem, b), "");
+  const KvBlockInfo info = f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(2)[0]);
+  EXPECT_FALSE(info.in_tree);
+  EXPECT_EQ(info.ref_count, 1);
+  for (const auto& e : f.m->drainEvents()) EXPECT_FALSE(std::holds_alternative<KvEventStored>(e.data));
+  const KvCacheStats s = f.m->stats();
+  EXPECT_EQ(s.primary.used, 3);  // b's private block and c's two
+  EXPECT_EQ(s.secondary.cached, 1);
+  EXPECT_TRUE(f.m->checkInvariants().isOk()) << f.m->checkInvariants().toString();
 }
 
 TEST(KvReuseTest, PartialReuseCopiesTheMatchingTokens) {
