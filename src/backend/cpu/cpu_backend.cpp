@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "backend/weight_parts.h"
 #include "core/logging.h"
 
 namespace llmrt {
@@ -55,23 +56,7 @@ uint64_t CpuBackend::freeMemoryBytes() const {
 }
 
 Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
-  if (parts.empty()) return invalidArgument("loadWeight(" + name + "): no parts");
-  const Shape& first = parts[0].shape;
-  int64_t rows = 0;
-  for (const TensorView& p : parts) {
-    if (p.shape.rank() != first.rank() || p.shape.rank() < 1)
-      return invalidArgument("loadWeight(" + name + "): parts of different rank");
-    for (int d = 1; d < first.rank(); ++d)
-      if (p.shape[d] != first[d])
-        return invalidArgument("loadWeight(" + name + "): part shape " + p.shape.toString() +
-                               " does not match " + first.toString());
-    if (!isFloatingPoint(p.dtype))
-      return invalidArgument("loadWeight(" + name + "): dtype " + std::string(dtypeName(p.dtype)) +
-                             " is not a floating type");
-    rows += p.shape[0];
-  }
-  Shape shape = first;
-  shape[0] = rows;
+  LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
   // A single F32, contiguous, float-aligned part needs no copy.
   if (parts.size() == 1 && parts[0].dtype == DType::kF32 && parts[0].isContiguous() &&
       reinterpret_cast<uintptr_t>(parts[0].data) % alignof(float) == 0) {

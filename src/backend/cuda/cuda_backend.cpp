@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/weight_parts.h"
 #include "core/logging.h"
 
 namespace llmrt {
@@ -137,25 +138,7 @@ uint64_t CudaBackend::totalMemoryBytes() const {
 }
 
 Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
-  if (parts.empty()) return invalidArgument("loadWeight(" + name + "): no parts");
-  const Shape& first = parts[0].shape;
-  int64_t rows = 0;
-  for (const TensorView& p : parts) {
-    if (p.shape.rank() != first.rank() || p.shape.rank() < 1)
-      return invalidArgument("loadWeight(" + name + "): parts of different rank");
-    for (int d = 1; d < first.rank(); ++d)
-      if (p.shape[d] != first[d])
-        return invalidArgument("loadWeight(" + name + "): part shape " + p.shape.toString() +
-                               " does not match " + first.toString());
-    if (!isFloatingPoint(p.dtype))
-      return invalidArgument("loadWeight(" + name + "): dtype " + std::string(dtypeName(p.dtype)) +
-                             " is not a floating type");
-    if (p.device != Device::kCpu)
-      return invalidArgument("loadWeight(" + name + "): parts must be in host memory");
-    rows += p.shape[0];
-  }
-  Shape shape = first;
-  shape[0] = rows;
+  LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
   // Matrices take the compute dtype; vectors (norms, biases) stay float32.
   const DType dt = shape.rank() >= 2 ? options_.weight_dtype : DType::kF32;
   const size_t n = static_cast<size_t>(shape.numel());
