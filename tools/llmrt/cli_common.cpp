@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <sstream>
 
 namespace llmrt::cli {
 
@@ -18,6 +19,23 @@ int fail(const std::string& message, int code) {
 
 std::string readStdin() {
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+Result<std::vector<TokenId>> parseTokenIds(const std::string& text) {
+  std::string cleaned = text;
+  for (char& c : cleaned)
+    if (c == ',' || c == '[' || c == ']' || c == '\n' || c == '\t' || c == '\r') c = ' ';
+  std::istringstream in(cleaned);
+  std::vector<TokenId> ids;
+  std::string w;
+  while (in >> w) {
+    char* end = nullptr;
+    const long long v = std::strtoll(w.c_str(), &end, 10);
+    if (end == w.c_str() || *end != '\0' || v < 0 || v > INT32_MAX)
+      return invalidArgument("not a token id: '" + w + "'");
+    ids.push_back(static_cast<TokenId>(v));
+  }
+  return ids;
 }
 
 std::string jsonEscape(const std::string& s) {

@@ -4,8 +4,10 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "llmrt/status.h"
+#include "llmrt/tokenizer.h"
 
 namespace llmrt::cli {
 
@@ -19,6 +21,9 @@ int fail(const std::string& message, int code = kExitFailure);
 
 // Reads all of standard input.
 std::string readStdin();
+// Parses token ids separated by commas, spaces or newlines (brackets allowed:
+// "[1, 2, 3]"). Each must be an integer in [0, 2^31); an empty list is allowed.
+Result<std::vector<TokenId>> parseTokenIds(const std::string& text);
 // Escapes a string for a JSON string literal (without the quotes).
 std::string jsonEscape(const std::string& s);
 

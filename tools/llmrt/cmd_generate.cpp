@@ -35,23 +35,6 @@ struct GenerateFlags {
   bool enable_chunked = false, disable_chunked = false, enable_reuse = false, disable_reuse = false;
 };
 
-Result<std::vector<TokenId>> parseIds(const std::string& s) {
-  std::vector<TokenId> ids;
-  std::string cleaned = s;
-  for (char& c : cleaned)
-    if (c == ',' || c == '[' || c == ']') c = ' ';
-  std::istringstream in(cleaned);
-  std::string w;
-  while (in >> w) {
-    char* end = nullptr;
-    long long v = std::strtoll(w.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > INT32_MAX) return invalidArgument("--input-ids: not a token id: '" + w + "'");
-    ids.push_back(static_cast<TokenId>(v));
-  }
-  if (ids.empty()) return invalidArgument("--input-ids: no ids given");
-  return ids;
-}
-
 std::string idsJson(const std::vector<TokenId>& ids) {
   std::string s = "[";
   for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
@@ -140,8 +123,9 @@ Command addGenerateCommand(CLI::App& app) {
 
     Prompt prompt;
     if (!f->input_ids.empty()) {
-      auto parsed = parseIds(f->input_ids);
-      if (!parsed.isOk()) return fail(parsed.status().message(), kExitUsage);
+      auto parsed = parseTokenIds(f->input_ids);
+      if (!parsed.isOk()) return fail("--input-ids: " + parsed.status().message(), kExitUsage);
+      if (parsed->empty()) return fail("--input-ids: no ids given", kExitUsage);
       prompt = Prompt::fromIds(*parsed);
     } else {
       prompt = Prompt::fromText(f->prompt);

@@ -67,9 +67,8 @@ Command addPerplexityCommand(CLI::App& app) {
     double nll = 0.0, nll2 = 0.0;
     int64_t count = 0;
     for (int64_t c = 0; c < n_chunks; ++c) {
-      std::vector<TokenId> chunk;
-      if (bos) chunk.push_back(with_bos[0]);
-      chunk.insert(chunk.end(), ids.begin() + c * body, ids.begin() + (c + 1) * body);
+      std::vector<TokenId> chunk(ids.begin() + c * body, ids.begin() + (c + 1) * body);
+      if (bos) chunk.insert(chunk.begin(), with_bos[0]);
       auto lp = (*llm)->promptLogprobs(chunk);
       if (!lp.isOk()) return fail(lp.status());
       // lp[i] scores chunk[i + 1]; score the second half of the chunk.

@@ -80,22 +80,14 @@ Command addDetokenizeCommand(CLI::App& app) {
     } else {
       for (const auto& s : *ids_text) all += s + " ";
     }
-    for (char& c : all)
-      if (c == ',' || c == '[' || c == ']' || c == '\n' || c == '\t') c = ' ';
-    std::istringstream in(all);
-    std::vector<TokenId> ids;
-    std::string word;
+    auto ids = parseTokenIds(all);
+    if (!ids.isOk()) return fail(ids.status().message(), kExitUsage);
     const size_t vocab = (*tok)->vocabSize();
-    while (in >> word) {
-      char* end = nullptr;
-      long long v = std::strtoll(word.c_str(), &end, 10);
-      if (*end != '\0' || end == word.c_str()) return fail("not a token id: '" + word + "'", kExitUsage);
-      if (v < 0 || static_cast<unsigned long long>(v) >= vocab)
-        return fail("token id " + word + " is outside the vocabulary [0, " + std::to_string(vocab) + ")",
+    for (TokenId id : *ids)
+      if (static_cast<size_t>(id) >= vocab)
+        return fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(vocab) + ")",
                     kExitUsage);
-      ids.push_back(static_cast<TokenId>(v));
-    }
-    std::string text = (*tok)->decode(ids, *skip_special);
+    std::string text = (*tok)->decode(*ids, *skip_special);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
     return 0;
