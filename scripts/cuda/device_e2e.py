@@ -20,6 +20,15 @@ STORIES = sys.argv[3]
 OUT = sys.argv[4]
 MODES = [("cpu", "auto"), ("cuda", "float32"), ("cuda", "bfloat16")]
 failures = []
+bf16_positions = 0
+bf16_top1_agree = 0
+bf16_max_dlogprob = 0.0
+
+
+def log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
 def run(model, ids, backend, dtype, max_tokens, extra=(), logits=None):
@@ -54,7 +63,9 @@ for name in sorted(os.listdir(GOLDEN)):
         ref_logits = np.load(os.path.join(gdir, case["logits_file"]))
         gap = case["min_top1_top2_gap"]
         for backend, dtype in MODES:
-            for chunk in ([], ["--max-num-tokens", "7", "--tokens-per-block", "4"]):
+            # Chunked prefill of a dynamic-NTK prompt rotates each chunk with the table of its own
+            # length, which no HF reference reproduces: those run unchunked only.
+            for chunk in [[]] + ([] if dynamic else [ ["--max-num-tokens", "7", "--tokens-per-block", "4"]]):
                 chunk = chunk + (["--max-seq-len", "128"] if dynamic else [])
                 tag = f"{name}/case{ci}/{backend}-{dtype}{'/chunked' if '--max-num-tokens' in chunk else ''}"
                 lp = os.path.join("/tmp", f"{name}_{ci}_{backend}_{dtype}_{len(chunk)}.npy")
@@ -71,10 +82,25 @@ for name in sorted(os.listdir(GOLDEN)):
                 detail = (f"greedy {'==' if same else '!='} HF ({len(ref_ids)} tokens, min gap {gap:.3g}"
                           f"{'' if same else f', first diff at {first_diff}'}); prompt logits max|d| {diff:.2e} rel {rel:.2e}")
                 if dtype == "bfloat16":
-                    # bf16 activations: report, but only fail on grossly wrong logits.
+                    # The issue's bf16 criterion, over every prompt position of every case (below):
+                    # same top-1 token at >= 99% of positions, |d logprob| of HF's top token <= 0.05.
+                    top_ref = ref_logits.argmax(axis=-1)
+                    lp_ref, lp_got = log_softmax(ref_logits), log_softmax(lg)
+                    idx = np.arange(len(top_ref))
+                    dlp = np.abs(lp_got[idx, top_ref] - lp_ref[idx, top_ref])
+                    bf16_positions += len(top_ref)
+                    bf16_top1_agree += int((lg.argmax(axis=-1) == top_ref).sum())
+                    bf16_max_dlogprob = max(bf16_max_dlogprob, float(dlp.max()))
+                    detail += f"; top-1 agree {int((lg.argmax(axis=-1) == top_ref).sum())}/{len(top_ref)}, max |d logprob| {dlp.max():.4f}"
                     check(tag, rel < 5e-2, detail)
                 else:
                     check(tag, same and rel < 1e-4, detail)
+
+if bf16_positions:
+    frac = bf16_top1_agree / bf16_positions
+    check("golden/bf16-criterion", frac >= 0.99 and bf16_max_dlogprob <= 0.05,
+          f"top-1 equal to HF at {bf16_top1_agree}/{bf16_positions} prompt positions ({100 * frac:.2f}%, need >= 99%), "
+          f"max |d logprob| of HF's top token {bf16_max_dlogprob:.4f} (need <= 0.05)")
 
 # 2. stories260K: the CLI test's reference ids, a long generation across many KV blocks, sampling.
 ref8 = [432, 383, 286, 261, 376, 298, 315, 421]
@@ -106,6 +132,49 @@ for dtype in ("float32", "bfloat16"):
     # boundary flips on any change of summation order (seen once on an H200: margin 3e-8).
     print(f"info stories260K/sample-n4/{dtype}: 4 sampled sequences (T=0.8, seed 7) "
           f"{'equal' if s_cpu == s_gpu else 'differ'} to the CPU backend's: cpu {s_cpu} cuda {s_gpu}", flush=True)
+
+# 3. In-flight batches of varying size (decode steps padded to recorded-graph buckets): every
+# request's greedy output equals the CPU backend's (float32) and, in bf16, equals the same run with
+# graphs off (padding to a bucket changes nothing).
+prompts = ["Once upon a time", "The cat sat", "Lily wanted to play with her friend", "One day", "Tom had a big red ball",
+           "The sun was", "A little bird", "Mom said"]
+batch_file = os.path.join(OUT, "batch.jsonl")
+with open(batch_file, "w") as f:
+    for i, p_ in enumerate(prompts):
+        f.write(json.dumps({"prompt": p_, "max_tokens": 20 + 7 * i, "temperature": 0}) + "\n")
+
+
+def run_batch(backend, dtype, env_extra=None):
+    env = dict(os.environ, **(env_extra or {}))
+    p = subprocess.run([LLMRT, "generate", "--model", STORIES, "--input-file", batch_file, "--backend", backend,
+                        "--dtype", dtype, "--kv-cache-max-tokens", "8192", "--tokens-per-block", "16",
+                        "--log-level", "error"], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        return None, p.stderr[-2000:]
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{") and '"stats"' not in l]
+    return {l["index"]: l["output_ids"] for l in lines}, None
+
+
+cpu_b, err = run_batch("cpu", "auto")
+for dtype, env_extra, ref_name in [("float32", None, "cpu"), ("bfloat16", None, None),
+                                   ("bfloat16", {"LLMRT_CUDA_DISABLE": "graphs"}, "graphs on"),
+                                   ("bfloat16", {"LLMRT_CUDA_DISABLE": "gemv,graphs,flash"}, "info")]:
+    got, err2 = run_batch("cuda", dtype, env_extra)
+    tag = f"batch8/{dtype}" + (f"/disable={env_extra['LLMRT_CUDA_DISABLE']}" if env_extra else "")
+    if got is None or cpu_b is None:
+        check(tag, False, f"run failed: {err or err2}")
+        continue
+    if ref_name is None:
+        results["batch_bf16"] = got
+        n_eq = sum(got[i] == cpu_b[i] for i in got)
+        print(f"info {tag}: {n_eq}/{len(got)} requests equal to the CPU backend's", flush=True)
+        continue
+    ref = cpu_b if ref_name == "cpu" else results.get("batch_bf16")
+    same = ref is not None and all(got[i] == ref[i] for i in ref)
+    if ref_name == "info":  # other kernels round differently (cuBLAS rounds x to bf16): report only
+        print(f"info {tag}: {sum(got[i] == ref[i] for i in ref)}/{len(ref)} requests equal to the default kernels'")
+        continue
+    check(tag, same, f"{len(got)} requests {'equal' if same else 'DIFFER'} to {ref_name}")
 
 print(f"\n{len(failures)} failures" + (": " + ", ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)

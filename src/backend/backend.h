@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,20 +34,30 @@ struct KvPoolGeometry {
   size_t bytesPerBlock() const { return static_cast<size_t>(elementsPerBlock()) * dtypeSize(dtype); }
 };
 
-// Rotary embedding parameters for one group of tokens (one sequence, or all).
-struct RopeParams {
-  const float* inv_freq = nullptr;  // [rotary_dim / 2]
-  int64_t rotary_dim = 0;           // <= head_dim; the first rotary_dim features rotate
-  float attention_scaling = 1.0f;   // multiplies cos and sin (yarn)
+// One sequence of a step: its rows in the packed batch and its cache.
+struct StepSeq {
+  int64_t q_start = 0;                   // first row of this sequence in the packed activations
+  int64_t q_len = 0;                     // new tokens this step
+  int64_t kv_len = 0;                    // tokens in the cache after this step (cached + new); new ones are the last q_len
+  std::span<const int32_t> block_table;  // block ids covering positions [0, kv_len) in order
+  int32_t rope_table = 0;                // which of StepInputs::rope_inv_freq's tables rotates its tokens
 };
 
-// One sequence's slice of a packed attention call.
-struct AttentionSeq {
-  int64_t q_start = 0;     // first row of this sequence in the packed q/out tensors
-  int64_t q_len = 0;       // new tokens this step
-  int64_t kv_len = 0;      // tokens in the cache after this step (cached + new); new ones are the last q_len
-  const int32_t* block_table = nullptr;  // block ids covering positions [0, kv_len) in order
-  int64_t sliding_window = 0;            // 0 = full attention; else a query at p sees keys (p-W, p]
+// What the ops of one forward pass share: token ids, positions, cache slots,
+// the sequences' block tables, the logits rows and the RoPE tables. Handed to
+// Backend::beginStep once per forward (the GPU backend uploads it in one copy);
+// the backend keeps its own copy, so the caller's memory may go away afterwards.
+struct StepInputs {
+  std::span<const int32_t> token_ids;   // [T] packed new tokens of all sequences
+  std::span<const int32_t> positions;   // [T] position of each token in its sequence
+  std::span<const int64_t> slots;       // [T] cache slot (block * tokens_per_block + offset); < 0: not written
+  std::span<const StepSeq> seqs;        // every row belongs to exactly one sequence
+  std::span<const int64_t> logit_rows;  // rows gatherLogitRows picks, in order
+  // RoPE: `num tables` tables of rotary_dim / 2 inverse frequencies, back to back
+  // (one for the model, or one per sequence where the scaling depends on length).
+  std::span<const float> rope_inv_freq;
+  int64_t rotary_dim = 0;               // <= head_dim; the first rotary_dim features rotate
+  float rope_attention_scaling = 1.0f;  // multiplies cos and sin (yarn)
 };
 
 // A block copy between pools (offload / onboard / partial-reuse copy).
@@ -103,9 +114,34 @@ class Backend {
   // into `dst`, geometry().elementsPerBlock() floats). For tests and debugging.
   virtual Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) = 0;
 
+  // ---- steps ----------------------------------------------------------------
+  // Sizes the activation workspace for steps of up to `max_tokens` tokens and
+  // matrices up to `max_width` columns, so a step within those bounds never
+  // allocates. Optional: backends grow on demand without it.
+  virtual Status reserveWorkspace(int64_t max_tokens, int64_t max_width) {
+    (void)max_tokens;
+    (void)max_width;
+    return Status::ok();
+  }
+  // Hands over the step's shared inputs (see StepInputs); the ops below that
+  // read token ids, positions, slots, sequences or logits rows use the last
+  // step begun. Fails on inconsistent inputs (a row outside every sequence, a
+  // block table too short, ...).
+  virtual Status beginStep(const StepInputs& inputs) = 0;
+  // Runs `body`, a sequence of ops with no host transfers, and returns. A
+  // backend that can record (CUDA graphs) records it the first time a `key`
+  // is seen with the same step layout and replays the record afterwards, so
+  // `body` must enqueue the same ops with the same arguments every time it is
+  // run under one key; inputs may change only through beginStep.
+  virtual void recordOrReplay(uint64_t key, const std::function<void()>& body) {
+    (void)key;
+    body();
+  }
+  virtual bool canRecord() const { return false; }
+
   // ---- ops ------------------------------------------------------------------
-  // out[i, :] = table[ids[i], :]  (table any float dtype, out F32)
-  virtual void embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) = 0;
+  // out[i, :] = table[token_ids[i], :] for the step's tokens (table any float dtype, out F32)
+  virtual void embedding(const TensorView& table, TensorView out) = 0;
   // out = x / rms(x) * weight, per row
   virtual void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) = 0;
   // residual += x; out = rmsNorm(residual)
@@ -115,19 +151,30 @@ class Backend {
   virtual void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) = 0;
   // x += y
   virtual void add(TensorView x, const TensorView& y) = 0;
-  // out[i, :] = src[rows[i], :]
-  virtual void gatherRows(const TensorView& src, std::span<const int64_t> rows, TensorView out) = 0;
+  // out[i, :] = src[logit_rows[i], :] for the step's logits rows
+  virtual void gatherLogitRows(const TensorView& src, TensorView out) = 0;
   // gate_up [n, 2*i] = [gate | up] -> out [n, i] = silu(gate) * up
   virtual void siluMul(const TensorView& gate_up, TensorView out) = 0;
-  // Rotates rows [row_begin, row_end) of q [n, heads*head_dim] and k [n, kv_heads*head_dim] in place
-  // (HF rotate-half layout) at the given positions.
-  virtual void rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions,
-                    int64_t row_begin, int64_t row_end, const RopeParams& params) = 0;
-  // Writes k/v rows into the primary pool of `layer` at the slots (block*tpb + offset) given per row.
-  virtual void writeKv(int64_t layer, const TensorView& k, const TensorView& v, std::span<const int64_t> slots) = 0;
-  // Paged attention over the primary pool for `layer`: q [n, heads*head_dim] -> out [n, heads*head_dim].
-  virtual void attention(int64_t layer, const TensorView& q, int64_t num_heads, std::span<const AttentionSeq> seqs,
+  // Rotates every row of q [T, heads*head_dim] and k [T, kv_heads*head_dim] in place at the
+  // step's positions (HF rotate-half layout, each sequence with its RoPE table), then writes
+  // the rotated k and v [T, kv_heads*head_dim] into the primary pool of `layer` at the step's slots.
+  virtual void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) = 0;
+  // Paged attention over the primary pool for `layer` and the step's sequences:
+  // q [T, heads*head_dim] -> out [T, heads*head_dim]. Causal; with sliding_window W > 0
+  // a query at position p sees keys (p - W, p].
+  virtual void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
                          float scale, TensorView out) = 0;
+
+  // ---- sampling help ----------------------------------------------------------
+  // Whether argmaxRows runs on the backend (saves copying logits to the host).
+  virtual bool hasArgmax() const { return false; }
+  // out[r] = argmax of logits row r (ties: the lowest id), or -1 where the row holds a NaN
+  // or +inf (the host sampler then reports it). Waits until the ids are on the host.
+  virtual Status argmaxRows(const TensorView& logits, int32_t* out) {
+    (void)logits;
+    (void)out;
+    return unimplemented("argmaxRows: not supported by backend " + name());
+  }
 };
 
 }  // namespace llmrt

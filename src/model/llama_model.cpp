@@ -1,6 +1,8 @@
 #include "model/llama_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "core/logging.h"
 
@@ -93,19 +95,49 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
   return Status::ok();
 }
 
+int64_t LlamaModel::decodeBucket(int64_t n) {
+  static constexpr int64_t kBuckets[] = {1,  2,  3,   4,   6,   8,   12,  16,  24,  32,  48,  64,
+                                         96, 128, 160, 192, 224, 256, 320, 384, 448, 512};
+  for (int64_t b : kBuckets)
+    if (n <= b) return b;
+  return n;
+}
+
+Status LlamaModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows) {
+  const ModelConfig& c = config_;
+  const int64_t T = std::max(max_tokens, kMaxRecordedBatch), R = std::max<int64_t>(max_logit_rows, 1);
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
+  const std::pair<int64_t, int64_t> shapes[] = {{T, H},      {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, 2 * I},
+                                                {T, I},      {T, H}, {R, H},          {R, H}, {R, c.vocab_size}};
+  for (int slot = 0; slot < static_cast<int>(std::size(shapes)); ++slot)
+    if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second).data == nullptr)
+      return resourceExhausted("cannot allocate activation buffer " + std::to_string(slot) + " [" +
+                               std::to_string(shapes[slot].first) + ", " + std::to_string(shapes[slot].second) + "]");
+  return backend_.reserveWorkspace(T, std::max({H, I, Q}));
+}
+
 Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
   const ModelConfig& c = config_;
   const int64_t T = batch.numTokens();
-  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
   const int64_t tpb = backend_.kvGeometry().tokens_per_block;
   if (T == 0) return invalidArgument("forward: empty batch");
   if (tpb <= 0) return failedPrecondition("forward: KV cache pools are not allocated");
 
-  // Positions and cache slots of the packed tokens; attention metadata.
-  std::vector<int32_t> positions(static_cast<size_t>(T));
-  std::vector<int64_t> slots(static_cast<size_t>(T));
-  std::vector<AttentionSeq> attn(batch.seqs.size());
-  std::vector<int64_t> logit_rows;
+  // A decode step (one token and its logits per sequence) is padded to its bucket
+  // and recorded where the backend can: the padding rows attend to one key of
+  // block 0, write nothing and are dropped.
+  bool decode = backend_.canRecord() && T <= kMaxRecordedBatch;
+  for (const ForwardSeq& fs : batch.seqs) decode = decode && fs.num_new == 1 && fs.logits == LogitsMode::kLast;
+  const int64_t padded = decode ? decodeBucket(T) : T;
+
+  // Positions, cache slots, sequences and logits rows of the packed tokens.
+  token_ids_.assign(batch.token_ids.begin(), batch.token_ids.end());
+  positions_.resize(static_cast<size_t>(T));
+  slots_.resize(static_cast<size_t>(T));
+  seqs_.clear();
+  logit_rows_.clear();
+  inv_freq_ = rope_.inv_freq;
+  const bool per_seq_rope = ropeDependsOnLength(c);
   int64_t row = 0;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const ForwardSeq& fs = batch.seqs[s];
@@ -113,20 +145,63 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
     if (static_cast<int64_t>(fs.block_table.size()) * tpb < kv_len)
       return invalidArgument("forward: sequence " + std::to_string(s) + " has " + std::to_string(fs.block_table.size()) +
                              " blocks for " + std::to_string(kv_len) + " tokens");
-    if (kv_len > c.max_position_embeddings && c.rope_scaling.type != RopeScalingType::kDynamic)
-      LLMRT_LOG_DEBUG("sequence %zu runs past max_position_embeddings (%lld)", s,
-                      static_cast<long long>(c.max_position_embeddings));
-    attn[s] = AttentionSeq{row, fs.num_new, kv_len, fs.block_table.data(), 0};
+    int32_t table = 0;
+    if (per_seq_rope) {
+      if (s > 0) {
+        const RopeTable rt = computeRopeTable(c, kv_len);
+        table = static_cast<int32_t>(inv_freq_.size() / rope_.inv_freq.size());
+        inv_freq_.insert(inv_freq_.end(), rt.inv_freq.begin(), rt.inv_freq.end());
+      } else {
+        inv_freq_ = computeRopeTable(c, kv_len).inv_freq;
+      }
+    }
+    seqs_.push_back(StepSeq{row, fs.num_new, kv_len, fs.block_table, table});
     for (int64_t i = 0; i < fs.num_new; ++i) {
       const int64_t pos = fs.num_cached + i;
-      positions[static_cast<size_t>(row + i)] = static_cast<int32_t>(pos);
-      slots[static_cast<size_t>(row + i)] = static_cast<int64_t>(fs.block_table[static_cast<size_t>(pos / tpb)]) * tpb + pos % tpb;
+      positions_[static_cast<size_t>(row + i)] = static_cast<int32_t>(pos);
+      slots_[static_cast<size_t>(row + i)] = static_cast<int64_t>(fs.block_table[static_cast<size_t>(pos / tpb)]) * tpb + pos % tpb;
       if (fs.logits == LogitsMode::kAll || (fs.logits == LogitsMode::kLast && i == fs.num_new - 1))
-        logit_rows.push_back(row + i);
+        logit_rows_.push_back(row + i);
     }
     row += fs.num_new;
   }
+  static const int32_t kPadTable[1] = {0};
+  for (int64_t r = T; r < padded; ++r) {
+    token_ids_.push_back(0);
+    positions_.push_back(0);
+    slots_.push_back(-1);
+    seqs_.push_back(StepSeq{r, 1, 1, std::span<const int32_t>(kPadTable, 1), 0});
+    logit_rows_.push_back(r);
+    if (per_seq_rope) inv_freq_.insert(inv_freq_.end(), rope_.inv_freq.begin(), rope_.inv_freq.end());
+    if (per_seq_rope) seqs_.back().rope_table = static_cast<int32_t>(seqs_.size() - 1);
+  }
+  const int64_t R = static_cast<int64_t>(logit_rows_.size());
 
+  StepInputs in;
+  in.token_ids = token_ids_;
+  in.positions = positions_;
+  in.slots = slots_;
+  in.seqs = seqs_;
+  in.logit_rows = logit_rows_;
+  in.rope_inv_freq = inv_freq_;
+  in.rotary_dim = rope_.rotary_dim;
+  in.rope_attention_scaling = rope_.attention_scaling;
+  LLMRT_RETURN_IF_ERROR(backend_.beginStep(in));
+
+  if (decode)
+    backend_.recordOrReplay(static_cast<uint64_t>(padded), [&] { run(padded, R); });
+  else
+    run(T, R);
+  const int64_t real_rows = R - (padded - T);
+  if (real_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, c.vocab_size});
+  TensorView logits = backend_.scratch(9, R, c.vocab_size);
+  logits.shape = Shape{real_rows, c.vocab_size};
+  return logits;
+}
+
+void LlamaModel::run(int64_t T, int64_t R) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
   TensorView x = backend_.scratch(0, T, H);
   TensorView h = backend_.scratch(1, T, H);
   TensorView qkv = backend_.scratch(2, T, Q + 2 * KV);
@@ -134,47 +209,40 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
   TensorView gate_up = backend_.scratch(4, T, 2 * I);
   TensorView act = backend_.scratch(5, T, I);
   TensorView tmp = backend_.scratch(6, T, H);
+  TensorView last = backend_.scratch(7, std::max<int64_t>(R, 1), H);
+  TensorView last_norm = backend_.scratch(8, std::max<int64_t>(R, 1), H);
+  TensorView logits = backend_.scratch(9, std::max<int64_t>(R, 1), c.vocab_size);
   TensorView q = columns(qkv, 0, Q), k = columns(qkv, Q, KV), v = columns(qkv, Q + KV, KV);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = static_cast<float>(c.rms_norm_eps);
 
-  // Rope tables: one for all, or one per sequence for dynamic NTK.
-  std::vector<RopeTable> seq_rope;
-  if (ropeDependsOnLength(c))
-    for (const ForwardSeq& fs : batch.seqs) seq_rope.push_back(computeRopeTable(c, fs.num_cached + fs.num_new));
-
-  backend_.embedding(embed_, batch.token_ids, x);
+  // Residual stream x; h the normed input of each block. The residual add of
+  // each block is fused with the norm that follows it.
+  backend_.embedding(embed_, x);
+  backend_.rmsNorm(x, layers_[0].input_norm, eps, h);
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     const int64_t layer = static_cast<int64_t>(li);
-    backend_.rmsNorm(x, L.input_norm, eps, h);
     backend_.linear(h, L.qkv_w, L.qkv_b.data ? &L.qkv_b : nullptr, qkv);
-    for (size_t s = 0; s < attn.size(); ++s) {
-      const RopeTable& rt = seq_rope.empty() ? rope_ : seq_rope[s];
-      backend_.rope(q, k, c.head_dim, positions, attn[s].q_start, attn[s].q_start + attn[s].q_len,
-                    RopeParams{rt.inv_freq.data(), rt.rotary_dim, rt.attention_scaling});
-      attn[s].sliding_window = L.sliding_window.value_or(0);
-    }
-    backend_.writeKv(layer, k, v, slots);
-    backend_.attention(layer, q, c.num_attention_heads, attn, scale, attn_out);
+    backend_.ropeWriteKv(layer, q, k, v, c.head_dim);
+    backend_.attention(layer, q, c.num_attention_heads, L.sliding_window.value_or(0), scale, attn_out);
     backend_.linear(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, tmp);
-    backend_.add(x, tmp);
-    backend_.rmsNorm(x, L.post_norm, eps, h);
+    backend_.addRmsNorm(x, tmp, L.post_norm, eps, h);
     backend_.linear(h, L.gate_up_w, L.gate_up_b.data ? &L.gate_up_b : nullptr, gate_up);
     backend_.siluMul(gate_up, act);
     backend_.linear(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, tmp);
-    backend_.add(x, tmp);
+    if (li + 1 < layers_.size())
+      backend_.addRmsNorm(x, tmp, layers_[li + 1].input_norm, eps, h);
+    else
+      backend_.add(x, tmp);
   }
-
-  const int64_t R = static_cast<int64_t>(logit_rows.size());
-  if (R == 0) return TensorView(nullptr, DType::kF32, Shape{0, c.vocab_size});
-  TensorView last = backend_.scratch(7, R, H);
-  TensorView last_norm = backend_.scratch(8, R, H);
-  backend_.gatherRows(x, logit_rows, last);
+  if (R == 0) return;
+  last.shape = Shape{R, H};
+  last_norm.shape = Shape{R, H};
+  logits.shape = Shape{R, c.vocab_size};
+  backend_.gatherLogitRows(x, last);
   backend_.rmsNorm(last, final_norm_, eps, last_norm);
-  TensorView logits = backend_.scratch(9, R, c.vocab_size);
   backend_.linear(last_norm, lm_head_, nullptr, logits);
-  return logits;
 }
 
 }  // namespace llmrt

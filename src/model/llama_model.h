@@ -31,6 +31,17 @@ class LlamaModel {
   // (float32, backend memory, valid until the next call), rows in sequence order.
   Result<TensorView> forward(const ForwardBatch& batch);
 
+  // Sizes every activation buffer for steps of up to `max_tokens` tokens and
+  // `max_logit_rows` logits rows up front, so such a step never allocates.
+  Status reserveActivations(int64_t max_tokens, int64_t max_logit_rows);
+
+  // Decode steps (one new token per sequence, last logits only) of up to this
+  // many sequences are padded to a bucket size and recorded per bucket on
+  // backends that can record (CUDA graphs).
+  static constexpr int64_t kMaxRecordedBatch = 512;
+  // The padded size of a decode step of `n` sequences (n <= kMaxRecordedBatch).
+  static int64_t decodeBucket(int64_t n);
+
  private:
   struct Layer {
     TensorView input_norm, post_norm;
@@ -43,6 +54,14 @@ class LlamaModel {
 
   LlamaModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
   Status loadWeights(const WeightSource& weights);
+  // The ops of one step after beginStep: embedding, the layers, the logits rows.
+  void run(int64_t tokens, int64_t logit_rows);
+
+  // Per-step host buffers, reused.
+  std::vector<int32_t> token_ids_, positions_;
+  std::vector<int64_t> slots_, logit_rows_;
+  std::vector<StepSeq> seqs_;
+  std::vector<float> inv_freq_;
 
   ModelConfig config_;
   Backend& backend_;

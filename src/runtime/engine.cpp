@@ -85,6 +85,17 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                                      *e->backend_));
   LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
                  formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());
+  if (e->backend_->device() != Device::kCpu) {
+    // Activation buffers for a full step, allocated before the KV cache takes what is left,
+    // so no step can run out of memory (the CPU backend grows them on demand instead).
+    const uint64_t before = e->backend_->freeMemoryBytes();
+    LLMRT_RETURN_IF_ERROR(e->model_->reserveActivations(options.max_num_tokens,
+                                                        std::min<int64_t>(options.max_num_tokens, 1024)));
+    const uint64_t after = e->backend_->freeMemoryBytes();
+    LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for activations and workspace (steps of up to %lld tokens)",
+                   formatBytes(before > after ? before - after : 0).c_str(),
+                   static_cast<long long>(std::max<int64_t>(options.max_num_tokens, LlamaModel::kMaxRecordedBatch)));
+  }
 
   // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU).
   const DType kv_dtype = e->backend_->preferredKvDtype();

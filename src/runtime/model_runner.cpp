@@ -2,6 +2,12 @@
 
 namespace llmrt {
 
+bool ModelRunner::plainGreedy(const StepSequence& s) {
+  const SamplingParams& p = *s.params;
+  return p.isGreedy() && !p.usesRepetitionPenalty() && !p.usesOutputPenalties() && !p.logprobs &&
+         (p.min_tokens == 0 || s.state->numGenerated() >= p.min_tokens);
+}
+
 ModelRunner::ModelRunner(LlamaModel& model, Backend& backend, KvCacheManager& kv, std::vector<TokenId> eos_ids)
     : model_(model), backend_(backend), kv_(kv), eos_ids_(std::move(eos_ids)) {}
 
@@ -45,13 +51,38 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
   ++steps_;
   computed_tokens_ += static_cast<uint64_t>(batch.numTokens());
 
-  // 4. Sampling and requested logits, on the host.
+  // 4. Sampling and requested logits. When every sampled sequence decodes greedily
+  // with nothing that changes its logits and no logits go back to the caller, the
+  // backend's argmax runs where the logits are and only token ids cross to the host.
   const int64_t vocab = logits.shape[1];
+  std::vector<StepSequenceResult> out(seqs.size());
+  if (logits.shape[0] > 0 && backend_.hasArgmax()) {
+    bool all_greedy = true;
+    for (const StepSequence& s : seqs)
+      all_greedy = all_greedy && !s.return_logits && !s.return_last_logits && (!s.sample || plainGreedy(s));
+    if (all_greedy) {
+      argmax_.resize(static_cast<size_t>(logits.shape[0]));
+      LLMRT_RETURN_IF_ERROR(backend_.argmaxRows(logits, argmax_.data()).withContext("argmax"));
+      bool fallback = false;  // a row with NaN / +inf: the host sampler reports it
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        if (!seqs[i].sample) continue;
+        const int32_t token = argmax_[static_cast<size_t>(first_row[i])];
+        if (token < 0) {
+          fallback = true;
+          break;
+        }
+        out[i].sampled = true;
+        out[i].sample = SampleResult{};
+        out[i].sample.token = token;
+      }
+      if (!fallback) return out;
+      out.assign(seqs.size(), StepSequenceResult{});
+    }
+  }
   if (logits.shape[0] > 0) {
     host_logits_.resize(static_cast<size_t>(logits.shape[0] * vocab));
     LLMRT_RETURN_IF_ERROR(backend_.copyToHost(logits, host_logits_.data()).withContext("logits to host"));
   }
-  std::vector<StepSequenceResult> out(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& s = seqs[i];
     const ForwardSeq& fs = batch.seqs[i];

@@ -49,12 +49,17 @@ class ModelRunner {
   uint64_t numComputedTokens() const { return computed_tokens_; }
 
  private:
+  // Greedy with no penalty, no min_tokens mask in force and no logprobs: the
+  // argmax of the raw logits is the token.
+  static bool plainGreedy(const StepSequence& s);
+
   LlamaModel& model_;
   Backend& backend_;
   KvCacheManager& kv_;
   std::vector<TokenId> eos_ids_;
   Sampler sampler_;
-  std::vector<float> host_logits_;  // this step's logits, copied from the backend
+  std::vector<float> host_logits_;
+  std::vector<int32_t> argmax_;  // this step's logits, copied from the backend
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;
 };

@@ -10,8 +10,9 @@
 
 namespace llmrt {
 
-void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads, std::span<const AttentionSeq> seqs,
+void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
                            float scale, TensorView out) {
+  const std::vector<HostStep::Seq>& seqs = step_.seqs;
   const int64_t hd = geometry_.head_dim, tpb = geometry_.tokens_per_block;
   const int64_t group = num_heads / geometry_.num_kv_heads;
   const int64_t q_stride = q.strides[0], o_stride = out.strides[0];
@@ -26,16 +27,17 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
     size_t s = static_cast<size_t>(std::upper_bound(item_start.begin(), item_start.end(), b) - item_start.begin() - 1);
     for (int64_t item = b; item < e; ++item) {
       while (item >= item_start[s + 1]) ++s;
-      const AttentionSeq& seq = seqs[s];
+      const HostStep::Seq& seq = seqs[s];
+      const int32_t* table = step_.table(seq);
       const int64_t local = item - item_start[s];
       const int64_t t = local / num_heads, h = local % num_heads, kvh = h / group;
       const int64_t pos = seq.kv_len - seq.q_len + t;  // this token's position
-      const int64_t lo = seq.sliding_window > 0 ? std::max<int64_t>(0, pos - seq.sliding_window + 1) : 0;
+      const int64_t lo = sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
       const float* qv = q.as<const float>() + (seq.q_start + t) * q_stride + h * hd;
       scores.resize(static_cast<size_t>(pos - lo + 1));
       float mx = -INFINITY;
       for (int64_t j = lo; j <= pos; ++j) {
-        const float* kv = kvBlockHead(primary_.data(), seq.block_table[j / tpb], layer, 0, kvh) + (j % tpb) * hd;
+        const float* kv = kvBlockHead(primary_.data(), table[j / tpb], layer, 0, kvh) + (j % tpb) * hd;
         float dot = 0.0f;
         for (int64_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
         const float sc = dot * scale;
@@ -50,7 +52,7 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
       const float inv = 1.0f / sum;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = lo; j <= pos; ++j) {
-        const float* vv = kvBlockHead(primary_.data(), seq.block_table[j / tpb], layer, 1, kvh) + (j % tpb) * hd;
+        const float* vv = kvBlockHead(primary_.data(), table[j / tpb], layer, 1, kvh) + (j % tpb) * hd;
         const float p = scores[static_cast<size_t>(j - lo)] * inv;
         for (int64_t d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += p * vv[d];
       }

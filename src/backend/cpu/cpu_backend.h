@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/step.h"
 #include "core/thread_pool.h"
 
 namespace llmrt {
@@ -34,19 +35,18 @@ class CpuBackend final : public Backend {
   Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
   Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) override;
 
-  void embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) override;
+  Status beginStep(const StepInputs& inputs) override;
+  void embedding(const TensorView& table, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
   void addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
                   TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
   void add(TensorView x, const TensorView& y) override;
-  void gatherRows(const TensorView& src, std::span<const int64_t> rows, TensorView out) override;
+  void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
-  void rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions, int64_t row_begin,
-            int64_t row_end, const RopeParams& params) override;
-  void writeKv(int64_t layer, const TensorView& k, const TensorView& v, std::span<const int64_t> slots) override;
-  void attention(int64_t layer, const TensorView& q, int64_t num_heads, std::span<const AttentionSeq> seqs,
-                 float scale, TensorView out) override;
+  void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
+  void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
+                 TensorView out) override;
 
   // Test access: the float32 primary pool.
   const float* kvPoolData() const { return primary_.data(); }
@@ -71,6 +71,7 @@ class CpuBackend final : public Backend {
   // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block.
   float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
 
+  HostStep step_;  // the step begun last
   ThreadPool pool_;
   std::vector<std::vector<float>> weights_;  // owned converted weights
   uint64_t weight_bytes_ = 0;

@@ -18,7 +18,10 @@ int64_t cols(const TensorView& t) { return t.shape[t.shape.rank() - 1]; }
 
 }  // namespace
 
-void CpuBackend::embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) {
+Status CpuBackend::beginStep(const StepInputs& inputs) { return copyStepInputs(inputs, geometry_, step_); }
+
+void CpuBackend::embedding(const TensorView& table, TensorView out) {
+  const std::vector<int32_t>& ids = step_.token_ids;
   const int64_t dim = cols(table);
   const size_t esz = dtypeSize(table.dtype);
   pool_.parallelFor(static_cast<int64_t>(ids.size()), [&](int64_t b, int64_t e) {
@@ -62,7 +65,8 @@ void CpuBackend::add(TensorView x, const TensorView& y) {
   }, 8);
 }
 
-void CpuBackend::gatherRows(const TensorView& src, std::span<const int64_t> rows_idx, TensorView out) {
+void CpuBackend::gatherLogitRows(const TensorView& src, TensorView out) {
+  const std::vector<int64_t>& rows_idx = step_.logit_rows;
   const int64_t n = cols(src);
   for (size_t r = 0; r < rows_idx.size(); ++r)
     std::memcpy(out.as<float>() + static_cast<int64_t>(r) * rowStride(out),
@@ -98,18 +102,18 @@ void CpuBackend::siluMul(const TensorView& gate_up, TensorView out) {
   }, 2);
 }
 
-void CpuBackend::rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions,
-                      int64_t row_begin, int64_t row_end, const RopeParams& p) {
-  const int64_t half = p.rotary_dim / 2;
+void CpuBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) {
+  const int64_t half = step_.rotary_dim / 2;
   const int64_t q_heads = cols(q) / head_dim, k_heads = cols(k) / head_dim;
-  pool_.parallelFor(row_end - row_begin, [&](int64_t b, int64_t e) {
+  pool_.parallelFor(step_.numTokens(), [&](int64_t b, int64_t e) {
     std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
-    for (int64_t r = row_begin + b; r < row_begin + e; ++r) {
-      const float pos = static_cast<float>(positions[r]);
+    for (int64_t r = b; r < e; ++r) {
+      const float pos = static_cast<float>(step_.positions[static_cast<size_t>(r)]);
+      const float* inv_freq = step_.inv_freq.data() + step_.row_rope_table[static_cast<size_t>(r)] * half;
       for (int64_t i = 0; i < half; ++i) {
-        const float theta = pos * p.inv_freq[i];  // float32, as HF's inv_freq @ position_ids
-        cs[i] = std::cos(theta) * p.attention_scaling;
-        sn[i] = std::sin(theta) * p.attention_scaling;
+        const float theta = pos * inv_freq[i];  // float32, as HF's inv_freq @ position_ids
+        cs[i] = std::cos(theta) * step_.rope_scaling;
+        sn[i] = std::sin(theta) * step_.rope_scaling;
       }
       auto rotate = [&](float* row, int64_t heads) {
         for (int64_t h = 0; h < heads; ++h) {
@@ -125,12 +129,12 @@ void CpuBackend::rope(TensorView q, TensorView k, int64_t head_dim, std::span<co
       rotate(k.as<float>() + r * rowStride(k), k_heads);
     }
   });
-}
-
-void CpuBackend::writeKv(int64_t layer, const TensorView& k, const TensorView& v, std::span<const int64_t> slots) {
+  // The rotated keys and the values into the cache.
   const int64_t tpb = geometry_.tokens_per_block, hd = geometry_.head_dim, kvh = geometry_.num_kv_heads;
-  for (size_t r = 0; r < slots.size(); ++r) {
-    const int64_t block = slots[r] / tpb, off = slots[r] % tpb;
+  for (size_t r = 0; r < step_.slots.size(); ++r) {
+    const int64_t slot = step_.slots[r];
+    if (slot < 0) continue;
+    const int64_t block = slot / tpb, off = slot % tpb;
     for (int kv = 0; kv < 2; ++kv) {
       const TensorView& src = kv == 0 ? k : v;
       const float* row = src.as<const float>() + static_cast<int64_t>(r) * rowStride(src);

@@ -1,16 +1,25 @@
-// Paged attention, first version: one CTA per (query token, kv head), one warp
-// per query head of that kv head's group (GQA), so the group shares each K
-// tile in shared memory. Keys are visited in tiles of 32 (one key per lane
-// for the scores) with an online softmax; V rows are read coalesced (one
-// feature per lane) straight from the pool. Causal, with an optional sliding
+// Paged attention of single query rows (decode, and every row the tensor-core
+// context kernel does not take). One CTA per (query row, kv head, key split),
+// one warp per query head of that kv head's group (GQA), so the group shares
+// each K/V tile. Keys are visited in tiles of 32: the tile's K and V rows are
+// gathered through the block table with 16-byte loads into shared memory (as
+// float32; K rows padded so one key per lane is conflict-free), each lane
+// scores one key, an online softmax keeps (max, sum), and each lane
+// accumulates head_dim / 32 output features. Causal, with an optional sliding
 // window: a query at position p sees keys (p - W, p].
 //
-// Not yet: FlashAttention-style tiling of many queries per CTA for context
-// chunks, split-K over the keys for long decodes, tensor cores.
+// Split keys (flash-decoding): when the rows x kv heads cannot fill the GPU
+// (batch-1 decode of a long context), each row's visible keys are cut into
+// `splits` equal ranges, computed by separate CTAs; each writes its
+// unnormalised accumulator with its max and sum, and mergeKernel combines them:
+//   M = max_z m_z,  out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M).
+// The range of a split depends only on the row's own length (read on the
+// device), so a recorded (graph) launch stays valid as sequences grow.
 #include <cuda_bf16.h>
 
 #include <cmath>
 
+#include "backend/cuda/cuda_flash_attention.h"
 #include "backend/cuda/cuda_kernels.h"
 
 namespace llmrt::cuda {
@@ -18,37 +27,68 @@ namespace {
 
 constexpr int kTile = 32;
 constexpr int kMaxGroup = 32;  // blockDim = group * 32 <= 1024
+constexpr int kMaxSmem = 200 * 1024;
 
-__device__ __forceinline__ float load(const float* p) { return *p; }
-__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+template <typename T>
+struct Vec;  // 16 bytes of T
+template <>
+struct Vec<float> {
+  static constexpr int kN = 4;
+  __device__ static void toFloat(const uint4& v, float* o) {
+    o[0] = __uint_as_float(v.x);
+    o[1] = __uint_as_float(v.y);
+    o[2] = __uint_as_float(v.z);
+    o[3] = __uint_as_float(v.w);
+  }
+};
+template <>
+struct Vec<__nv_bfloat16> {
+  static constexpr int kN = 8;
+  __device__ static void toFloat(const uint4& v, float* o) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  }
+};
 
-// kPerLane: features per lane (head_dim <= 32 * kPerLane).
+__device__ __forceinline__ float toF(float v) { return v; }
+__device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// kPerLane: output features per lane (head_dim <= 32 * kPerLane).
 template <typename T, int kPerLane>
-__global__ void attentionKernel(const T* pool, KvLayout g, AttentionArgs a) {
+__global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a) {
   extern __shared__ float smem[];
-  const int64_t hd = g.head_dim;
+  const int hd = static_cast<int>(g.head_dim);
   const int group = blockDim.x / 32;
-  float* q_s = smem;               // [group][hd], pre-scaled
-  float* k_s = smem + group * hd;  // [kTile][hd + 1]
+  float* q_s = smem;                   // [group][hd], pre-scaled
+  float* k_s = q_s + group * hd;       // [kTile][hd + 1]
+  float* v_s = k_s + kTile * (hd + 1); // [kTile][hd]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t kvh = blockIdx.y;
+  const int kvh = blockIdx.y, split = blockIdx.z;
 
-  const int32_t row = a.items[2 * blockIdx.x], s = a.items[2 * blockIdx.x + 1];
-  const int32_t* seq = a.seqs + 5 * s;
-  const int64_t q_start = seq[0], q_len = seq[1], kv_len = seq[2], window = seq[3];
-  const int32_t* table = a.tables + seq[4];
-  const int64_t pos = kv_len - q_len + (row - q_start);
-  const int64_t lo = window > 0 ? max(int64_t{0}, pos - window + 1) : 0;
+  const int2 item = a.items[blockIdx.x];
+  const AttnSeqDev seq = a.seqs[item.y];
+  const int32_t* table = a.tables + seq.table_offset;
+  const int64_t pos = static_cast<int64_t>(seq.kv_len) - seq.q_len + (item.x - seq.q_start);
+  const int64_t lo = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
+  const int64_t visible = pos - lo + 1;  // >= 1 for a valid row
+  const int64_t chunk = (visible + a.splits - 1) / a.splits;
+  const int64_t begin = lo + split * chunk;
+  const int64_t end = min(pos + 1, begin + chunk);  // [begin, end); empty for trailing splits
 
-  const float* q = a.q + row * a.ld_q + kvh * group * hd;
-  for (int64_t i = threadIdx.x; i < group * hd; i += blockDim.x) q_s[i] = q[i] * a.scale;
+  const float* q = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh) * group * hd;
+  for (int i = threadIdx.x; i < group * hd; i += blockDim.x) q_s[i] = q[i] * a.scale;
 
-  const int64_t head_elems = g.tokens_per_block * hd;
-  const int64_t k_off = (a.layer * 2 + 0) * g.num_kv_heads * head_elems + kvh * head_elems;
-  const int64_t v_off = (a.layer * 2 + 1) * g.num_kv_heads * head_elems + kvh * head_elems;
-  auto keyRow = [&](int64_t j, int64_t off) {
-    return pool + static_cast<int64_t>(table[j / g.tokens_per_block]) * g.elems_per_block + off +
-           (j % g.tokens_per_block) * hd;
+  const int tpb = static_cast<int>(g.tokens_per_block);
+  const int64_t head_elems = static_cast<int64_t>(tpb) * hd;
+  const int64_t k_off = (static_cast<int64_t>(a.layer) * 2 + 0) * g.num_kv_heads * head_elems + kvh * head_elems;
+  const int64_t v_off = (static_cast<int64_t>(a.layer) * 2 + 1) * g.num_kv_heads * head_elems + kvh * head_elems;
+  auto rowPtr = [&](int64_t j, int64_t off) {
+    return pool + static_cast<int64_t>(table[j / tpb]) * g.elems_per_block + off + (j % tpb) * hd;
   };
 
   float m = -INFINITY, l = 0.0f;
@@ -56,13 +96,30 @@ __global__ void attentionKernel(const T* pool, KvLayout g, AttentionArgs a) {
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) acc[i] = 0.0f;
   const float* my_q = q_s + warp * hd;
+  constexpr int kVec = Vec<T>::kN;
+  const bool vec_ok = hd % kVec == 0;
 
-  for (int64_t t0 = lo; t0 <= pos; t0 += kTile) {
-    const int n_valid = static_cast<int>(min(static_cast<int64_t>(kTile), pos - t0 + 1));
+  for (int64_t t0 = begin; t0 < end; t0 += kTile) {
+    const int n_valid = static_cast<int>(min(static_cast<int64_t>(kTile), end - t0));
     __syncthreads();  // q_s written / previous tile consumed
-    for (int64_t e = threadIdx.x; e < n_valid * hd; e += blockDim.x) {
-      const int64_t j = e / hd, d = e % hd;
-      k_s[j * (hd + 1) + d] = load(keyRow(t0 + j, k_off) + d);
+    if (vec_ok) {
+      const int vecs = hd / kVec;
+      for (int e = threadIdx.x; e < 2 * n_valid * vecs; e += blockDim.x) {
+        const int kv = e >= n_valid * vecs ? 1 : 0;
+        const int ee = e - kv * n_valid * vecs, j = ee / vecs, c = ee % vecs;
+        const uint4 raw = *reinterpret_cast<const uint4*>(rowPtr(t0 + j, kv ? v_off : k_off) + c * kVec);
+        float f[kVec];
+        Vec<T>::toFloat(raw, f);
+        float* dst = kv ? v_s + j * hd + c * kVec : k_s + j * (hd + 1) + c * kVec;
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) dst[i] = f[i];
+      }
+    } else {
+      for (int e = threadIdx.x; e < n_valid * hd; e += blockDim.x) {
+        const int j = e / hd, d = e % hd;
+        k_s[j * (hd + 1) + d] = toF(rowPtr(t0 + j, k_off)[d]);
+        v_s[j * hd + d] = toF(rowPtr(t0 + j, v_off)[d]);
+      }
     }
     __syncthreads();
 
@@ -70,7 +127,7 @@ __global__ void attentionKernel(const T* pool, KvLayout g, AttentionArgs a) {
     if (lane < n_valid) {
       const float* kr = k_s + lane * (hd + 1);
       float dot = 0.0f;
-      for (int64_t d = 0; d < hd; ++d) dot += my_q[d] * kr[d];
+      for (int d = 0; d < hd; ++d) dot = fmaf(my_q[d], kr[d], dot);
       sc = dot;
     }
     float tile_max = sc;
@@ -85,43 +142,80 @@ __global__ void attentionKernel(const T* pool, KvLayout g, AttentionArgs a) {
     for (int i = 0; i < kPerLane; ++i) acc[i] *= corr;
     for (int j = 0; j < n_valid; ++j) {
       const float pj = __shfl_sync(0xffffffffu, p, j);
-      const T* vr = keyRow(t0 + j, v_off);
+      const float* vr = v_s + j * hd;
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
-        const int64_t d = lane + 32 * i;
-        if (d < hd) acc[i] += pj * load(vr + d);
+        const int d = lane + 32 * i;
+        if (d < hd) acc[i] = fmaf(pj, vr[d], acc[i]);
       }
     }
     m = m_new;
   }
 
-  const float inv = 1.0f / l;
-  float* o = a.out + row * a.ld_out + (kvh * group + warp) * hd;
+  const int head = kvh * group + warp;
+  if (a.splits == 1) {
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    float* o = a.out + static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * hd;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int d = lane + 32 * i;
+      if (d < hd) o[d] = acc[i] * inv;
+    }
+    return;
+  }
+  float* part = a.partial + ((static_cast<int64_t>(blockIdx.x) * a.num_heads + head) * a.splits + split) * (hd + 2);
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
-    const int64_t d = lane + 32 * i;
-    if (d < hd) o[d] = acc[i] * inv;
+    const int d = lane + 32 * i;
+    if (d < hd) part[d] = acc[i];
+  }
+  if (lane == 0) {
+    part[hd] = m;
+    part[hd + 1] = l;
   }
 }
 
-template <typename T, int kPerLane>
-cudaError_t launch(const void* pool, const KvLayout& g, const AttentionArgs& a, int group,
-                   cudaStream_t stream) {
-  const size_t smem = (static_cast<size_t>(group) * g.head_dim + kTile * (g.head_dim + 1)) * sizeof(float);
-  auto kernel = attentionKernel<T, kPerLane>;
-  if (smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return e;
+// One CTA per (item, head): combines the splits' partial states.
+__global__ void mergeKernel(DecodeAttnArgs a, int hd) {
+  const int head = blockIdx.y;
+  const float* part = a.partial + (static_cast<int64_t>(blockIdx.x) * a.num_heads + head) * a.splits * (hd + 2);
+  float big = -INFINITY;
+  for (int z = 0; z < a.splits; ++z) big = fmaxf(big, part[z * (hd + 2) + hd]);
+  float denom = 0.0f;
+  for (int z = 0; z < a.splits; ++z) {
+    const float mz = part[z * (hd + 2) + hd];
+    if (mz != -INFINITY) denom += part[z * (hd + 2) + hd + 1] * expf(mz - big);
   }
-  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads));
-  kernel<<<grid, group * 32, smem, stream>>>(static_cast<const T*>(pool), g, a);
+  const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
+  float* o = a.out + static_cast<int64_t>(a.items[blockIdx.x].x) * a.ld_out + static_cast<int64_t>(head) * hd;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float s = 0.0f;
+    for (int z = 0; z < a.splits; ++z) {
+      const float mz = part[z * (hd + 2) + hd];
+      if (mz != -INFINITY) s += part[z * (hd + 2) + d] * expf(mz - big);
+    }
+    o[d] = s * inv;
+  }
+}
+
+size_t smemBytes(int group, int64_t hd) {
+  return (static_cast<size_t>(group) * hd + kTile * (hd + 1) + kTile * hd) * sizeof(float);
+}
+
+template <typename T, int kPerLane>
+cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
+  const size_t smem = smemBytes(group, g.head_dim);
+  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
+                  static_cast<unsigned>(a.splits));
+  decodeKernel<T, kPerLane><<<grid, group * 32, smem, stream>>>(static_cast<const T*>(pool), g, a);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || a.splits == 1) return e;
+  const dim3 mgrid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(a.num_heads));
+  mergeKernel<<<mgrid, g.head_dim >= 128 ? 128 : 64, 0, stream>>>(a, static_cast<int>(g.head_dim));
   return cudaGetLastError();
 }
 
 template <typename T>
-cudaError_t dispatch(const void* pool, const KvLayout& g, const AttentionArgs& a, int group,
-                     cudaStream_t stream) {
+cudaError_t dispatch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
   if (g.head_dim <= 32) return launch<T, 1>(pool, g, a, group, stream);
   if (g.head_dim <= 64) return launch<T, 2>(pool, g, a, group, stream);
   if (g.head_dim <= 128) return launch<T, 4>(pool, g, a, group, stream);
@@ -129,14 +223,29 @@ cudaError_t dispatch(const void* pool, const KvLayout& g, const AttentionArgs& a
   return cudaErrorInvalidValue;
 }
 
+template <typename T>
+cudaError_t optIn() {
+  for (auto k : {decodeKernel<T, 1>, decodeKernel<T, 2>, decodeKernel<T, 4>, decodeKernel<T, 8>})
+    if (cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
+        e != cudaSuccess)
+      return e;
+  return cudaSuccess;
+}
+
 }  // namespace
 
-cudaError_t attention(const void* pool, DType kv_dtype, const KvLayout& g, const AttentionArgs& a,
-                      cudaStream_t stream) {
+cudaError_t initAttentionKernels() {
+  if (cudaError_t e = initFlashAttentionKernels(); e != cudaSuccess) return e;
+  if (cudaError_t e = optIn<float>(); e != cudaSuccess) return e;
+  return optIn<__nv_bfloat16>();
+}
+
+cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
+                            cudaStream_t stream) {
   if (a.num_items == 0) return cudaSuccess;
-  if (a.num_heads % g.num_kv_heads != 0) return cudaErrorInvalidValue;
+  if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > 65535) return cudaErrorInvalidValue;
   const int64_t group = a.num_heads / g.num_kv_heads;
-  if (group > kMaxGroup || a.num_items > 0x7fffffff) return cudaErrorInvalidValue;
+  if (group > kMaxGroup || smemBytes(static_cast<int>(group), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
   if (kv_dtype == DType::kBF16) return dispatch<__nv_bfloat16>(pool, g, a, static_cast<int>(group), stream);
   return dispatch<float>(pool, g, a, static_cast<int>(group), stream);
 }

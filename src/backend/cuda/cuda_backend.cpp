@@ -1,6 +1,8 @@
 // CudaBackend: device setup, memory, weights, KV pools and host transfers.
 // The ops are in cuda_backend_ops.cpp (host side) and the .cu files (kernels).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -8,6 +10,11 @@
 #include "core/logging.h"
 
 namespace llmrt {
+namespace {
+int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
+int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }
+int64_t viewRowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : viewCols(t); }
+}  // namespace
 
 Status cudaStatus(cudaError_t err, const char* expr, const char* file, int line) {
   const StatusCode code =
@@ -59,6 +66,28 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     return cublasStatus(s, "cublasSetMathMode", __FILE__, __LINE__);
   cudaDeviceProp prop{};
   LLMRT_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
+  b->num_sms_ = prop.multiProcessorCount;
+  // A fixed cuBLAS workspace: cuBLAS then never allocates, which graph capture requires.
+  if (!b->reserve(b->cublas_ws_, size_t{32} << 20)) return b->error_;
+  if (cublasStatus_t s = cublasSetWorkspace(b->cublas_, b->cublas_ws_.ptr, b->cublas_ws_.bytes);
+      s != CUBLAS_STATUS_SUCCESS)
+    return cublasStatus(s, "cublasSetWorkspace", __FILE__, __LINE__);
+  LLMRT_CUDA_RETURN_IF_ERROR(cuda::initAttentionKernels());
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->meta_copied_, cudaEventDisableTiming));
+  if (const char* prof = std::getenv("LLMRT_CUDA_PROFILE"); prof && std::string(prof) == "1") {
+    b->profiler_ = std::make_unique<OpProfiler>();
+    b->use_graphs_ = false;
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_PROFILE=1: timing every op (graphs off)");
+  }
+  // Switches for measurements and diagnosis: LLMRT_CUDA_DISABLE=graphs,gemv,flash (comma-separated).
+  if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
+    const std::string v = off;
+    b->use_graphs_ = v.find("graphs") == std::string::npos;
+    b->use_gemv_ = v.find("gemv") == std::string::npos;
+    b->use_flash_ = v.find("flash") == std::string::npos;
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s)", off,
+                   b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off");
+  }
   LLMRT_LOG_INFO("CUDA backend on device %d: %s (sm_%d%d, %d SMs, %s), weights %s, KV cache %s",
                  options.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
                  formatBytes(prop.totalGlobalMem).c_str(),
@@ -70,10 +99,18 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
 CudaBackend::~CudaBackend() {
   // Errors on the way out cannot be reported; the process keeps going.
   if (stream_) (void)cudaStreamSynchronize(stream_);
+  if (profiler_) {
+    profiler_->collect();
+    std::fprintf(stderr, "%s", profiler_->report().c_str());  // asked for by LLMRT_CUDA_PROFILE: always shown
+    profiler_.reset();
+  }
+  dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) (void)cudaFree(b.ptr);
-  for (Buffer& b : meta_) (void)cudaFree(b.ptr);
-  (void)cudaFree(bf16_x_.ptr);
+  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_}) (void)cudaFree(b->ptr);
+  (void)cudaFreeHost(pinned_);
+  (void)cudaFreeHost(argmax_host_);
+  if (meta_copied_) (void)cudaEventDestroy(meta_copied_);
   (void)cudaFree(primary_);
   (void)cudaFreeHost(secondary_);
   if (cublas_) (void)cublasDestroy(cublas_);
@@ -90,6 +127,11 @@ void CudaBackend::fail(Status s) {
 bool CudaBackend::reserve(Buffer& b, size_t bytes) {
   if (b.bytes >= bytes) return true;
   if (failed()) return false;
+  if (capturing_) {
+    fail(internalError(strprintf("a buffer must grow to %zu bytes while a step is being recorded", bytes)));
+    return false;
+  }
+  ++alloc_epoch_;  // recorded graphs may point into the old buffer
   size_t want = b.bytes == 0 ? bytes : std::max(bytes, b.bytes + b.bytes / 2);
   if (b.ptr) {
     // Wait for work in flight, so nothing still reads the old buffer.
@@ -112,17 +154,99 @@ bool CudaBackend::reserve(Buffer& b, size_t bytes) {
   return true;
 }
 
-void* CudaBackend::upload(int slot, const void* src, size_t bytes) {
-  if (slot >= static_cast<int>(meta_.size())) meta_.resize(static_cast<size_t>(slot) + 1);
-  Buffer& b = meta_[static_cast<size_t>(slot)];
-  if (!reserve(b, std::max<size_t>(bytes, 256))) return nullptr;
-  if (bytes == 0) return b.ptr;
-  // Pageable source: the copy is staged before the call returns (the caller's memory may go away).
-  if (cudaError_t e = cudaMemcpyAsync(b.ptr, src, bytes, cudaMemcpyHostToDevice, stream_); e != cudaSuccess) {
-    fail(cudaStatus(e, "cudaMemcpyAsync(metadata)", __FILE__, __LINE__));
-    return nullptr;
+Status CudaBackend::reservePinned(size_t bytes) {
+  if (pinned_bytes_ >= bytes) return Status::ok();
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(meta_copied_));  // nothing reads the old one any more
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(pinned_));
+  pinned_ = nullptr;
+  pinned_bytes_ = 0;
+  const size_t want = std::max(bytes + bytes / 2, size_t{1} << 20);
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned_, want, cudaHostAllocDefault));
+  pinned_bytes_ = want;
+  return Status::ok();
+}
+
+void CudaBackend::dropGraphs() {
+  for (auto& [key, exec] : graphs_) (void)cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
+Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
+  if (failed()) return error_;
+  if (max_tokens < 1 || max_width < 1) return invalidArgument("reserveWorkspace: sizes must be positive");
+  if (options_.weight_dtype == DType::kBF16) reserve(bf16_x_, static_cast<size_t>(max_tokens * max_width) * 2);
+  if (!reserve(argmax_, static_cast<size_t>(max_tokens) * sizeof(int32_t))) return error_;
+  return error_;
+}
+
+void CudaBackend::recordOrReplay(uint64_t key, const std::function<void()>& body) {
+  if (failed() || !use_graphs_) {
+    body();
+    return;
   }
-  return b.ptr;
+  if (graph_epoch_ != alloc_epoch_) {  // a buffer moved: every record is stale
+    dropGraphs();
+    graph_epoch_ = alloc_epoch_;
+  }
+  const uint64_t k = key * 0x9E3779B97F4A7C15ull ^ step_layout_;
+  auto it = graphs_.find(k);
+  if (it == graphs_.end()) {
+    // Record: the ops enqueue into a graph instead of running.
+    if (cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal); e != cudaSuccess) {
+      fail(cudaStatus(e, "cudaStreamBeginCapture", __FILE__, __LINE__));
+      return;
+    }
+    capturing_ = true;
+    body();
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t inst = cudaSuccess;
+    if (end == cudaSuccess && !failed()) inst = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) (void)cudaGraphDestroy(graph);
+    if (end != cudaSuccess || inst != cudaSuccess || failed()) {
+      // Recording failed (nothing ran): report it and stop recording; this step fails,
+      // later steps run op by op.
+      use_graphs_ = false;
+      if (!failed()) {
+        const cudaError_t e = end != cudaSuccess ? end : inst;
+        fail(cudaStatus(e, end != cudaSuccess ? "cudaStreamEndCapture" : "cudaGraphInstantiate", __FILE__, __LINE__));
+      }
+      (void)cudaGetLastError();
+      return;
+    }
+    it = graphs_.emplace(k, exec).first;
+    LLMRT_LOG_DEBUG("CUDA backend: recorded a graph for key %llu (%zu recorded)", static_cast<unsigned long long>(key),
+                    graphs_.size());
+  }
+  if (cudaError_t e = cudaGraphLaunch(it->second, stream_); e != cudaSuccess)
+    fail(cudaStatus(e, "cudaGraphLaunch", __FILE__, __LINE__));
+}
+
+Status CudaBackend::argmaxRows(const TensorView& logits, int32_t* out) {
+  if (failed()) return error_;
+  const int64_t rows = viewRows(logits), vocab = viewCols(logits);
+  if (rows == 0) return Status::ok();
+  if (!reserve(argmax_, static_cast<size_t>(rows) * sizeof(int32_t))) return error_;
+  if (argmax_host_rows_ < static_cast<size_t>(rows)) {
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(argmax_host_));
+    argmax_host_ = nullptr;
+    argmax_host_rows_ = 0;
+    LLMRT_CUDA_RETURN_IF_ERROR(
+        cudaHostAlloc(reinterpret_cast<void**>(&argmax_host_), static_cast<size_t>(rows) * 4, cudaHostAllocDefault));
+    argmax_host_rows_ = static_cast<size_t>(rows);
+  }
+  OpScope scope(this, [&] { return std::string("argmax"); });
+  LLMRT_CUDA_RETURN_IF_ERROR(cuda::argmaxRows(static_cast<const float*>(logits.data), viewRowStride(logits), rows,
+                                              vocab, static_cast<int32_t*>(argmax_.ptr), stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_, argmax_.ptr, static_cast<size_t>(rows) * 4,
+                                             cudaMemcpyDeviceToHost, stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // faults of the step surface here
+  collectProfile();
+  std::memcpy(out, argmax_host_, static_cast<size_t>(rows) * 4);
+  return Status::ok();
 }
 
 uint64_t CudaBackend::freeMemoryBytes() const {
@@ -179,11 +303,6 @@ TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols) {
                     options_.device);
 }
 
-namespace {
-int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
-int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }
-int64_t viewRowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : viewCols(t); }
-}  // namespace
 
 Status CudaBackend::copyToHost(const TensorView& src, float* dst) {
   if (failed()) return error_;
@@ -194,6 +313,7 @@ Status CudaBackend::copyToHost(const TensorView& src, float* dst) {
                                                c * sizeof(float), r, cudaMemcpyDeviceToHost, stream_));
   // Faults of earlier kernels surface here.
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  collectProfile();
   return Status::ok();
 }
 
@@ -218,6 +338,7 @@ Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_b
   if (g.head_dim > 256) return unimplemented("CUDA attention supports head_dim <= 256");
   if (secondary_blocks < 0) return invalidArgument("allocateKvPools: secondary_blocks must be >= 0");
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  ++alloc_epoch_;  // recorded graphs point into the old pool
   LLMRT_CUDA_RETURN_IF_ERROR(cudaFree(primary_));
   primary_ = nullptr;
   LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(secondary_));
@@ -234,6 +355,10 @@ Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_b
     std::memset(secondary_, 0, bytes);
   }
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  // Split-key attention partial states: splits are only used while rows x kv heads < 2 x SMs,
+  // so rows x kv heads x splits < 4 x SMs, each with a GQA group of <= 32 heads of head_dim + 2 floats.
+  if (!reserve(partial_, static_cast<size_t>(4 * num_sms_) * 32 * static_cast<size_t>(g.head_dim + 2) * sizeof(float)))
+    return error_;
   geometry_ = g;
   secondary_blocks_ = secondary_blocks;
   LLMRT_LOG_INFO("CUDA KV pools: primary %s on the device, secondary %s pinned on the host",

@@ -1,10 +1,12 @@
 // CudaBackend: the Backend interface on one CUDA device. Internal to
 // src/backend/cuda (it includes CUDA headers); others use cuda_backend.h.
 //
-// Everything runs in order on one stream. Host metadata (token ids, slots,
-// positions, block tables) is uploaded per op with cudaMemcpyAsync from
-// pageable memory, which copies it out before returning, so callers' spans
-// may die right after the call. Ops return void (the Backend interface): the
+// Everything runs in order on one stream. A step's metadata (token ids,
+// positions, slots, sequences, block tables, RoPE tables, attention work
+// lists) is packed by beginStep into a pinned host buffer and uploaded with one
+// asynchronous copy into a device buffer the ops read. recordOrReplay captures
+// a step's ops into a CUDA graph per (key, layout) and replays it; any buffer
+// reallocation drops the graphs (their pointers would dangle). Ops return void (the Backend interface): the
 // first CUDA error is kept in `error_` (with file and line), later ops are
 // skipped, and the next call that returns a Status (copyToHost, copyKvBlocks,
 // ...) reports it.
@@ -13,12 +15,17 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "backend/step.h"
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_profiler.h"
 
 namespace llmrt {
 
@@ -77,20 +84,25 @@ class CudaBackend final : public Backend {
   DType preferredKvDtype() const override { return options_.kv_dtype; }
   Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) override;
 
-  void embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) override;
+  Status reserveWorkspace(int64_t max_tokens, int64_t max_width) override;
+  Status beginStep(const StepInputs& inputs) override;
+  void recordOrReplay(uint64_t key, const std::function<void()>& body) override;
+  bool canRecord() const override { return use_graphs_; }
+
+  void embedding(const TensorView& table, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
   void addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
                   TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
   void add(TensorView x, const TensorView& y) override;
-  void gatherRows(const TensorView& src, std::span<const int64_t> rows, TensorView out) override;
+  void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
-  void rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions,
-            int64_t row_begin, int64_t row_end, const RopeParams& params) override;
-  void writeKv(int64_t layer, const TensorView& k, const TensorView& v,
-               std::span<const int64_t> slots) override;
-  void attention(int64_t layer, const TensorView& q, int64_t num_heads, std::span<const AttentionSeq> seqs,
-                 float scale, TensorView out) override;
+  void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
+  void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
+                 TensorView out) override;
+
+  bool hasArgmax() const override { return true; }
+  Status argmaxRows(const TensorView& logits, int32_t* out) override;
 
   // The first CUDA error seen by an op (OK when none).
   const Status& error() const { return error_; }
@@ -102,24 +114,89 @@ class CudaBackend final : public Backend {
     size_t bytes = 0;
   };
 
+  // Device pointers into the step's uploaded metadata (see beginStep).
+  struct DeviceStep {
+    const int32_t* token_ids = nullptr;
+    const int32_t* positions = nullptr;
+    const int32_t* row_table = nullptr;
+    const int64_t* slots = nullptr;
+    const cuda::AttnSeqDev* seqs = nullptr;
+    const int64_t* logit_rows = nullptr;
+    const int2* items = nullptr;  // rows for the decode attention kernel
+    int32_t num_items = 0;
+    const int2* tiles = nullptr;  // query tiles for the context attention kernel
+    int32_t num_tiles = 0;
+    const float* inv_freq = nullptr;
+    const int32_t* tables = nullptr;
+    int32_t splits = 1;  // key splits of the decode attention kernel
+  };
+
   explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
   void fail(Status s);
   bool failed() const { return !error_.isOk(); }
   // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure.
   bool reserve(Buffer& b, size_t bytes);
-  // Uploads `bytes` of host data into the metadata buffer `slot`; null on failure.
-  void* upload(int slot, const void* src, size_t bytes);
+  // Grows the pinned staging buffer, after the copy reading it has finished.
+  Status reservePinned(size_t bytes);
+  void dropGraphs();
   cuda::KvLayout kvLayout() const;
+  // Key splits for `items` decode rows whose longest visible context is `max_keys`.
+  int32_t chooseSplits(int64_t items, int64_t max_keys) const;
 
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   Status error_;
+  int num_sms_ = 0;
   std::vector<void*> weights_;  // owned device allocations
   uint64_t weight_bytes_ = 0;
   std::vector<Buffer> scratch_;
-  std::vector<Buffer> meta_;  // per-op metadata uploads (slot 0: main, 1: secondary)
-  Buffer bf16_x_;             // bf16 copy of a linear's input
+  Buffer bf16_x_;    // bf16 copy of a linear's input (cuBLAS path)
+  Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
+  Buffer partial_;    // split-key attention partial states
+  Buffer argmax_;     // argmax ids on the device
+  int32_t* argmax_host_ = nullptr;  // pinned
+  size_t argmax_host_rows_ = 0;
+
+  // Step metadata: packed on the host (pinned), uploaded in one copy.
+  HostStep step_;
+  std::vector<int2> items_, tiles_;
+  Buffer meta_;
+  void* pinned_ = nullptr;
+  size_t pinned_bytes_ = 0;
+  cudaEvent_t meta_copied_ = nullptr;  // the last upload has read `pinned_`
+  DeviceStep dev_;
+  uint64_t step_layout_ = 0;  // hash of what fixes the ops' arguments for a step shape
+
+  // LLMRT_CUDA_PROFILE=1: per-op GPU times (graphs off).
+  std::unique_ptr<OpProfiler> profiler_;
+  // Brackets one op for the profiler (no-op when not profiling); `name` is only built then.
+  class OpScope {
+   public:
+    template <typename F>
+    OpScope(CudaBackend* b, F&& name) : b_(b->profiler_ ? b : nullptr) {
+      if (b_) b_->profiler_->begin(b_->stream_, name());
+    }
+    ~OpScope() {
+      if (b_) b_->profiler_->end(b_->stream_);
+    }
+
+   private:
+    CudaBackend* b_;
+  };
+  void collectProfile() {
+    if (profiler_) profiler_->collect();
+  }
+
+  // CUDA graphs per (key, step layout).
+  bool use_graphs_ = true;
+  bool use_gemv_ = true;
+  bool use_flash_ = true;
+  bool capturing_ = false;
+  uint64_t alloc_epoch_ = 0;  // bumped by every (re)allocation of a buffer ops read
+  uint64_t graph_epoch_ = 0;
+  std::unordered_map<uint64_t, cudaGraphExec_t> graphs_;
+
   KvPoolGeometry geometry_;
   int64_t secondary_blocks_ = 0;
   void* primary_ = nullptr;    // device

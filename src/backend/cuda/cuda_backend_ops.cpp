@@ -1,10 +1,12 @@
-// CudaBackend ops, host side: argument checks, metadata uploads, kernel
-// launches (cuda_ops.cu, cuda_attention.cu) and cuBLAS matrix products.
+// CudaBackend ops, host side: the step upload, argument checks, kernel launches
+// (cuda_ops.cu, cuda_gemv.cu, cuda_attention.cu) and cuBLAS matrix products.
 #include <cassert>
 #include <cstring>
 #include <vector>
 
 #include "backend/cuda/cuda_backend_impl.h"
+#include "backend/cuda/cuda_flash_attention.h"
+#include "core/logging.h"
 
 namespace llmrt {
 namespace {
@@ -14,18 +16,131 @@ int64_t cols(const TensorView& t) { return t.shape[t.shape.rank() - 1]; }
 int64_t ld(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : cols(t); }
 float* f32(const TensorView& t) { return static_cast<float*>(t.data); }
 
+// Sections of the per-step upload, each 16-byte aligned.
+class Packer {
+ public:
+  template <typename T>
+  size_t add(size_t count) {
+    const size_t at = (size_ + 15) & ~size_t{15};
+    size_ = at + count * sizeof(T);
+    return at;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ull + (h >> 29); }
+
 }  // namespace
 
-void CudaBackend::embedding(const TensorView& table, std::span<const int32_t> ids, TensorView out) {
-  if (failed() || ids.empty()) return;
-  auto* d_ids = static_cast<const int32_t*>(upload(0, ids.data(), ids.size_bytes()));
-  if (!d_ids) return;
-  LLMRT_CUDA_OP_CHECK(cuda::embedding(table.data, table.dtype, cols(table), d_ids,
-                                      static_cast<int64_t>(ids.size()), f32(out), ld(out), stream_));
+int32_t CudaBackend::chooseSplits(int64_t items, int64_t max_keys) const {
+  // Enough CTAs for two waves over the SMs, but at least 64 keys per split.
+  const int64_t ctas = items * geometry_.num_kv_heads;
+  const int64_t target = 2 * static_cast<int64_t>(num_sms_);
+  if (ctas == 0 || ctas * 2 > target) return 1;
+  const int64_t want = std::min((target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / 64));
+  int32_t splits = 1;  // a power of two, so a few recorded graphs cover every length
+  while (static_cast<int64_t>(splits) * 2 <= want) splits *= 2;
+  return splits;
+}
+
+Status CudaBackend::beginStep(const StepInputs& inputs) {
+  if (failed()) return error_;
+  LLMRT_RETURN_IF_ERROR(copyStepInputs(inputs, geometry_, step_));
+  const int64_t T = step_.numTokens(), S = static_cast<int64_t>(step_.seqs.size());
+  const int64_t R = static_cast<int64_t>(step_.logit_rows.size());
+
+  // Attention work lists: context chunks of kFlashMinRows rows or more go to the tensor-core
+  // kernel in tiles of kFlashBlockM rows (bf16 cache, head_dim 64 or 128); every other row is an
+  // item of the decode kernel.
+  constexpr int64_t kFlashMinRows = 16;
+  const bool flash = use_flash_ && geometry_.dtype == DType::kBF16 &&
+                     cuda::flashAttentionSupported(kvLayout(), static_cast<int32_t>(geometry_.num_kv_heads));
+  items_.clear();
+  tiles_.clear();
+  int64_t item_keys = 0;
+  for (int64_t s = 0; s < S; ++s) {
+    const HostStep::Seq& q = step_.seqs[static_cast<size_t>(s)];
+    if (flash && q.q_len >= kFlashMinRows) {
+      for (int64_t r = 0; r < q.q_len; r += cuda::kFlashBlockM) tiles_.push_back(int2{static_cast<int>(s), static_cast<int>(r)});
+      continue;
+    }
+    for (int64_t r = 0; r < q.q_len; ++r) items_.push_back(int2{static_cast<int>(q.q_start + r), static_cast<int>(s)});
+    if (q.q_len > 0) item_keys = std::max(item_keys, q.kv_len);
+  }
+  const int32_t splits = chooseSplits(static_cast<int64_t>(items_.size()), item_keys);
+
+  // Layout: sizes fix the offsets; the block tables (whose total length varies
+  // from step to step) come last, so a layout hash covers every kernel argument.
+  Packer pk;
+  const size_t o_ids = pk.add<int32_t>(T), o_pos = pk.add<int32_t>(T), o_rt = pk.add<int32_t>(T);
+  const size_t o_slots = pk.add<int64_t>(T), o_seqs = pk.add<cuda::AttnSeqDev>(S), o_logit = pk.add<int64_t>(R);
+  const size_t o_items = pk.add<int2>(items_.size()), o_tiles = pk.add<int2>(tiles_.size());
+  const size_t o_inv = pk.add<float>(step_.inv_freq.size()), o_tables = pk.add<int32_t>(step_.tables.size());
+  const size_t bytes = pk.size();
+
+  if (!reserve(meta_, std::max(bytes, size_t{1} << 20))) return error_;
+  LLMRT_RETURN_IF_ERROR(reservePinned(bytes));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(meta_copied_));  // the previous upload has read pinned_
+  auto* base = static_cast<uint8_t*>(pinned_);
+  auto put = [&](size_t off, const void* src, size_t n) {
+    if (n) std::memcpy(base + off, src, n);
+  };
+  put(o_ids, step_.token_ids.data(), T * sizeof(int32_t));
+  put(o_pos, step_.positions.data(), T * sizeof(int32_t));
+  put(o_rt, step_.row_rope_table.data(), T * sizeof(int32_t));
+  put(o_slots, step_.slots.data(), T * sizeof(int64_t));
+  auto* seqs = reinterpret_cast<cuda::AttnSeqDev*>(base + o_seqs);
+  for (int64_t s = 0; s < S; ++s) {
+    const HostStep::Seq& q = step_.seqs[static_cast<size_t>(s)];
+    seqs[s] = cuda::AttnSeqDev{static_cast<int32_t>(q.q_start), static_cast<int32_t>(q.q_len),
+                               static_cast<int32_t>(q.kv_len), static_cast<int32_t>(q.table_offset)};
+  }
+  put(o_logit, step_.logit_rows.data(), R * sizeof(int64_t));
+  put(o_items, items_.data(), items_.size() * sizeof(int2));
+  put(o_tiles, tiles_.data(), tiles_.size() * sizeof(int2));
+  put(o_inv, step_.inv_freq.data(), step_.inv_freq.size() * sizeof(float));
+  put(o_tables, step_.tables.data(), step_.tables.size() * sizeof(int32_t));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(meta_.ptr, pinned_, bytes, cudaMemcpyHostToDevice, stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(meta_copied_, stream_));
+
+  auto* d = static_cast<uint8_t*>(meta_.ptr);
+  dev_.token_ids = reinterpret_cast<const int32_t*>(d + o_ids);
+  dev_.positions = reinterpret_cast<const int32_t*>(d + o_pos);
+  dev_.row_table = reinterpret_cast<const int32_t*>(d + o_rt);
+  dev_.slots = reinterpret_cast<const int64_t*>(d + o_slots);
+  dev_.seqs = reinterpret_cast<const cuda::AttnSeqDev*>(d + o_seqs);
+  dev_.logit_rows = reinterpret_cast<const int64_t*>(d + o_logit);
+  dev_.items = reinterpret_cast<const int2*>(d + o_items);
+  dev_.num_items = static_cast<int32_t>(items_.size());
+  dev_.tiles = reinterpret_cast<const int2*>(d + o_tiles);
+  dev_.num_tiles = static_cast<int32_t>(tiles_.size());
+  dev_.inv_freq = reinterpret_cast<const float*>(d + o_inv);
+  dev_.tables = reinterpret_cast<const int32_t*>(d + o_tables);
+  dev_.splits = splits;
+
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (uint64_t v : {static_cast<uint64_t>(T), static_cast<uint64_t>(S), static_cast<uint64_t>(R),
+                     static_cast<uint64_t>(items_.size()), static_cast<uint64_t>(tiles_.size()),
+                     static_cast<uint64_t>(step_.inv_freq.size()), static_cast<uint64_t>(splits),
+                     static_cast<uint64_t>(step_.rotary_dim)})
+    h = mix(h, v);
+  step_layout_ = h;
+  return Status::ok();
+}
+
+void CudaBackend::embedding(const TensorView& table, TensorView out) {
+  if (failed() || step_.token_ids.empty()) return;
+  OpScope scope(this, [&] { return std::string("embedding"); });
+  LLMRT_CUDA_OP_CHECK(cuda::embedding(table.data, table.dtype, cols(table), dev_.token_ids, step_.numTokens(),
+                                      f32(out), ld(out), stream_));
 }
 
 void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
   if (failed()) return;
+  OpScope scope(this, [&] { return std::string("rmsNorm"); });
   assert(weight.dtype == DType::kF32);
   LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), nullptr, 0, f32(weight), eps, rows(x), cols(x), f32(out),
                                     ld(out), stream_));
@@ -34,25 +149,28 @@ void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float e
 void CudaBackend::addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
                              TensorView out) {
   if (failed()) return;
+  OpScope scope(this, [&] { return std::string("addRmsNorm"); });
   LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), f32(residual), ld(residual), f32(weight), eps, rows(x),
                                     cols(x), f32(out), ld(out), stream_));
 }
 
 void CudaBackend::add(TensorView x, const TensorView& y) {
   if (failed()) return;
+  OpScope scope(this, [&] { return std::string("add"); });
   LLMRT_CUDA_OP_CHECK(cuda::add(f32(x), ld(x), f32(y), ld(y), rows(x), cols(x), stream_));
 }
 
-void CudaBackend::gatherRows(const TensorView& src, std::span<const int64_t> rows_idx, TensorView out) {
-  if (failed() || rows_idx.empty()) return;
-  auto* d_rows = static_cast<const int64_t*>(upload(0, rows_idx.data(), rows_idx.size_bytes()));
-  if (!d_rows) return;
-  LLMRT_CUDA_OP_CHECK(cuda::gatherRows(f32(src), ld(src), d_rows, static_cast<int64_t>(rows_idx.size()),
-                                       cols(src), f32(out), ld(out), stream_));
+void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
+  if (failed() || step_.logit_rows.empty()) return;
+  OpScope scope(this, [&] { return std::string("gatherLogitRows"); });
+  LLMRT_CUDA_OP_CHECK(cuda::gatherRows(f32(src), ld(src), dev_.logit_rows,
+                                       static_cast<int64_t>(step_.logit_rows.size()), cols(src), f32(out), ld(out),
+                                       stream_));
 }
 
 void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
   if (failed()) return;
+  OpScope scope(this, [&] { return std::string("siluMul"); });
   LLMRT_CUDA_OP_CHECK(
       cuda::siluMul(f32(gate_up), ld(gate_up), rows(out), cols(out), f32(out), ld(out), stream_));
 }
@@ -62,7 +180,13 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
+  OpScope scope(this, [&] {
+    const bool gemv = w.dtype == DType::kBF16 && use_gemv_ && cuda::gemvSupported(f32(x), ld(x), m, k);
+    return strprintf("linear %s m=%lld n=%lld k=%lld", gemv ? "gemv" : "cublas", static_cast<long long>(m > 8 ? (m + 511) / 512 * 512 : m),
+                     static_cast<long long>(n), static_cast<long long>(k));
+  });
   const float one = 1.0f, zero = 0.0f;
+  const float* bias_ptr = bias ? f32(*bias) : nullptr;
   // Row-major out[m, n] = x[m, k] W[n, k]^T is column-major out^T[n, m] = W^T x^T:
   // W (row-major [n, k]) is a column-major [k, n] matrix used transposed.
   if (w.dtype == DType::kF32) {
@@ -71,6 +195,11 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
                                       static_cast<int>(k), f32(x), static_cast<int>(ld(x)), &zero, f32(out),
                                       static_cast<int>(ld(out))));
   } else if (w.dtype == DType::kBF16) {
+    if (use_gemv_ && cuda::gemvSupported(f32(x), ld(x), m, k)) {
+      // Decode-sized: the bandwidth-bound kernel, bias included.
+      LLMRT_CUDA_OP_CHECK(cuda::gemvBf16(f32(x), ld(x), w.data, m, k, n, bias_ptr, f32(out), ld(out), stream_));
+      return;
+    }
     // bf16 x bf16 with fp32 accumulation and fp32 output; the fp32 activations are rounded first.
     if (!reserve(bf16_x_, static_cast<size_t>(m * k) * 2)) return;
     LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
@@ -82,77 +211,79 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
     fail(invalidArgument("linear: weight dtype " + std::string(dtypeName(w.dtype)) + " is not F32 or BF16"));
     return;
   }
-  if (bias != nullptr) LLMRT_CUDA_OP_CHECK(cuda::addBias(f32(out), ld(out), f32(*bias), m, n, stream_));
+  if (bias_ptr != nullptr) LLMRT_CUDA_OP_CHECK(cuda::addBias(f32(out), ld(out), bias_ptr, m, n, stream_));
 }
 
-void CudaBackend::rope(TensorView q, TensorView k, int64_t head_dim, std::span<const int32_t> positions,
-                       int64_t row_begin, int64_t row_end, const RopeParams& p) {
-  if (failed() || row_end <= row_begin) return;
-  const int64_t n = row_end - row_begin, half = p.rotary_dim / 2;
-  // One upload: positions of the rows, then the inverse frequencies (both 4-byte values).
-  std::vector<uint32_t> meta(static_cast<size_t>(n + half));
-  std::memcpy(meta.data(), positions.data() + row_begin, static_cast<size_t>(n) * 4);
-  std::memcpy(meta.data() + n, p.inv_freq, static_cast<size_t>(half) * 4);
-  auto* d = static_cast<uint32_t*>(upload(0, meta.data(), meta.size() * 4));
-  if (!d) return;
-  LLMRT_CUDA_OP_CHECK(
-      cuda::rope(f32(q) + row_begin * ld(q), ld(q), cols(q) / head_dim, f32(k) + row_begin * ld(k), ld(k),
-                 cols(k) / head_dim, head_dim, reinterpret_cast<const int32_t*>(d), n,
-                 reinterpret_cast<const float*>(d + n), p.rotary_dim, p.attention_scaling, stream_));
+void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) {
+  if (failed() || step_.token_ids.empty()) return;
+  OpScope scope(this, [&] { return std::string("ropeWriteKv"); });
+  cuda::RopeKvArgs a{};
+  a.q = f32(q);
+  a.ld_q = ld(q);
+  a.q_heads = cols(q) / head_dim;
+  a.k = f32(k);
+  a.ld_k = ld(k);
+  a.v = f32(v);
+  a.ld_v = ld(v);
+  a.layer = layer;
+  a.positions = dev_.positions;
+  a.row_table = dev_.row_table;
+  a.slots = dev_.slots;
+  a.inv_freq = dev_.inv_freq;
+  a.half = step_.rotary_dim / 2;
+  a.scaling = step_.rope_scaling;
+  a.rows = step_.numTokens();
+  LLMRT_CUDA_OP_CHECK(cuda::ropeWriteKv(primary_, geometry_.dtype, kvLayout(), a, stream_));
 }
 
-void CudaBackend::writeKv(int64_t layer, const TensorView& k, const TensorView& v,
-                          std::span<const int64_t> slots) {
-  if (failed() || slots.empty()) return;
-  auto* d_slots = static_cast<const int64_t*>(upload(0, slots.data(), slots.size_bytes()));
-  if (!d_slots) return;
-  LLMRT_CUDA_OP_CHECK(cuda::writeKv(primary_, geometry_.dtype, kvLayout(), layer, f32(k), ld(k), f32(v),
-                                    ld(v), d_slots, static_cast<int64_t>(slots.size()), stream_));
-}
-
-void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads,
-                            std::span<const AttentionSeq> seqs, float scale, TensorView out) {
+void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
+                            float scale, TensorView out) {
   if (failed()) return;
+  OpScope scope(this, [&] { return strprintf("attention items=%d tiles=%d splits=%d", dev_.num_items, dev_.num_tiles, dev_.splits); });
   if (num_heads % geometry_.num_kv_heads != 0 || num_heads / geometry_.num_kv_heads > 32) {
     fail(unimplemented("attention: " + std::to_string(num_heads) + " heads over " +
                        std::to_string(geometry_.num_kv_heads) +
                        " KV heads (a GQA group of at most 32 is supported)"));
     return;
   }
-  const int64_t tpb = geometry_.tokens_per_block;
-  std::vector<int32_t> items, seq_meta, tables;
-  for (size_t s = 0; s < seqs.size(); ++s) {
-    const AttentionSeq& a = seqs[s];
-    seq_meta.insert(seq_meta.end(), {static_cast<int32_t>(a.q_start), static_cast<int32_t>(a.q_len),
-                                     static_cast<int32_t>(a.kv_len), static_cast<int32_t>(a.sliding_window),
-                                     static_cast<int32_t>(tables.size())});
-    tables.insert(tables.end(), a.block_table, a.block_table + (a.kv_len + tpb - 1) / tpb);
-    for (int64_t t = 0; t < a.q_len; ++t) {
-      items.push_back(static_cast<int32_t>(a.q_start + t));
-      items.push_back(static_cast<int32_t>(s));
-    }
+  if (dev_.num_items > 0) {
+    cuda::DecodeAttnArgs a{};
+    a.q = f32(q);
+    a.ld_q = ld(q);
+    a.out = f32(out);
+    a.ld_out = ld(out);
+    a.num_heads = static_cast<int32_t>(num_heads);
+    a.scale = scale;
+    a.layer = static_cast<int32_t>(layer);
+    a.window = static_cast<int32_t>(sliding_window);
+    a.seqs = dev_.seqs;
+    a.tables = dev_.tables;
+    a.items = dev_.items;
+    a.num_items = dev_.num_items;
+    a.splits = dev_.splits;
+    a.partial = static_cast<float*>(partial_.ptr);
+    LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(primary_, geometry_.dtype, kvLayout(), a, stream_));
   }
-  if (items.empty()) return;
-  std::vector<int32_t> packed;
-  packed.reserve(items.size() + seq_meta.size() + tables.size());
-  packed.insert(packed.end(), items.begin(), items.end());
-  packed.insert(packed.end(), seq_meta.begin(), seq_meta.end());
-  packed.insert(packed.end(), tables.begin(), tables.end());
-  auto* d = static_cast<const int32_t*>(upload(0, packed.data(), packed.size() * sizeof(int32_t)));
-  if (!d) return;
-  cuda::AttentionArgs a{};
-  a.q = f32(q);
-  a.ld_q = ld(q);
-  a.out = f32(out);
-  a.ld_out = ld(out);
-  a.num_heads = num_heads;
-  a.scale = scale;
-  a.layer = layer;
-  a.items = d;
-  a.num_items = static_cast<int64_t>(items.size() / 2);
-  a.seqs = d + items.size();
-  a.tables = d + items.size() + seq_meta.size();
-  LLMRT_CUDA_OP_CHECK(cuda::attention(primary_, geometry_.dtype, kvLayout(), a, stream_));
+  if (dev_.num_tiles > 0) {
+    if (!cuda::flashAttentionSupported(kvLayout(), static_cast<int32_t>(num_heads))) {
+      fail(unimplemented("attention: the context kernel does not support " + std::to_string(num_heads) + " heads"));
+      return;
+    }
+    cuda::FlashAttnArgs a{};
+    a.q = f32(q);
+    a.ld_q = ld(q);
+    a.out = f32(out);
+    a.ld_out = ld(out);
+    a.num_heads = static_cast<int32_t>(num_heads);
+    a.scale = scale;
+    a.layer = static_cast<int32_t>(layer);
+    a.sliding_window = static_cast<int32_t>(sliding_window);
+    a.seqs = dev_.seqs;
+    a.tables = dev_.tables;
+    a.tiles = dev_.tiles;
+    a.num_tiles = dev_.num_tiles;
+    LLMRT_CUDA_OP_CHECK(cuda::flashAttention(primary_, kvLayout(), a, stream_));
+  }
 }
 
 }  // namespace llmrt

@@ -29,10 +29,6 @@ cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, in
 // out[r, i] = silu(gu[r, i]) * gu[r, inter + i]
 cudaError_t siluMul(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter, float* out, int64_t ld_out,
                     cudaStream_t stream);
-// Rotates `rows` rows of q/k in place at positions[r] (HF rotate-half).
-cudaError_t rope(float* q, int64_t ld_q, int64_t q_heads, float* k, int64_t ld_k, int64_t k_heads,
-                 int64_t head_dim, const int32_t* positions, int64_t rows, const float* inv_freq,
-                 int64_t rotary_dim, float scaling, cudaStream_t stream);
 // Converts a F32 [rows, cols] view (row stride ld) to contiguous BF16 [rows, cols].
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream);
 
@@ -43,29 +39,73 @@ struct KvLayout {
   int64_t tokens_per_block;
   int64_t head_dim;
 };
-// Writes k/v rows into the pool (F32 or BF16) of `layer` at slots[r] (block * tpb + offset).
-cudaError_t writeKv(void* pool, DType kv_dtype, const KvLayout& g, int64_t layer, const float* k,
-                    int64_t ld_k, const float* v, int64_t ld_v, const int64_t* slots, int64_t rows,
-                    cudaStream_t stream);
+// One sequence of a step as the kernels see it (uploaded once per step).
+struct AttnSeqDev {
+  int32_t q_start;       // first packed row of this sequence
+  int32_t q_len;         // new tokens this step
+  int32_t kv_len;        // tokens in the cache after this step; the new ones are the last q_len
+  int32_t table_offset;  // of this sequence's block table in the step's `tables`
+};
 
-// Paged attention metadata, packed in one int32 device buffer:
-//   items  [num_items][2]: (packed q row, sequence index)
-//   seqs   [num_seqs][5]:  (q_start, q_len, kv_len, sliding_window, offset of the block table in `tables`)
-//   tables [...]:          every sequence's block table, back to back
-struct AttentionArgs {
+// Rotates every row r of q/k in place (HF rotate-half, the first 2*half features of each head) at
+// positions[r] with the RoPE table row_table[r] of inv_freq ([tables][half]), then writes the rotated
+// k and v of the row into the pool (F32 or BF16) of `layer` at slots[r] (skipped when < 0).
+struct RopeKvArgs {
+  float* q;
+  int64_t ld_q;
+  int64_t q_heads;
+  float* k;
+  int64_t ld_k;
+  const float* v;
+  int64_t ld_v;
+  int64_t layer;
+  const int32_t* positions;
+  const int32_t* row_table;
+  const int64_t* slots;
+  const float* inv_freq;
+  int64_t half;
+  float scaling;
+  int64_t rows;
+};
+cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const RopeKvArgs& a, cudaStream_t stream);
+
+// Paged attention of single query rows ("items"), the decode path (and every row where the
+// tensor-core context kernel does not apply). One CTA per (item, kv head, split): the GQA group's
+// query heads share each K/V tile. With splits > 1 the keys of a row are cut into `splits`
+// ranges whose partial softmax states (acc[head_dim], max, sum) go to `partial`
+// ([items][num_heads][splits][head_dim + 2]) and a second kernel merges them (flash-decoding).
+struct DecodeAttnArgs {
   const float* q;
   int64_t ld_q;
   float* out;
   int64_t ld_out;
-  int64_t num_heads;
+  int32_t num_heads;
   float scale;
-  int64_t layer;
-  const int32_t* items;
-  int64_t num_items;
-  const int32_t* seqs;
+  int32_t layer;
+  int32_t window;  // 0 = full causal; else a query at p sees (p - window, p]
+  const AttnSeqDev* seqs;
   const int32_t* tables;
+  const int2* items;  // (packed row, sequence index)
+  int32_t num_items;
+  int32_t splits;
+  float* partial;
 };
-cudaError_t attention(const void* pool, DType kv_dtype, const KvLayout& g, const AttentionArgs& a,
-                      cudaStream_t stream);
+cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
+                            cudaStream_t stream);
+// Shared-memory opt-ins of the attention kernels; once, before any launch (and before graph capture).
+cudaError_t initAttentionKernels();
+
+// out[r] = argmax of row r of logits [rows, vocab] (ties: the lowest id); -1 when the row holds a NaN
+// or +inf or only -inf.
+cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
+                       cudaStream_t stream);
+
+// out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 and m <= kGemvMaxRows: a bandwidth-bound
+// matrix-vector kernel reading the float32 x directly. Requires k % 8 == 0 and 16-byte aligned
+// rows of x (ld_x % 4 == 0); gemvSupported says whether a call qualifies.
+constexpr int64_t kGemvMaxRows = 8;
+bool gemvSupported(const float* x, int64_t ld_x, int64_t m, int64_t k);
+cudaError_t gemvBf16(const float* x, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
+                     const float* bias, float* out, int64_t ld_out, cudaStream_t stream);
 
 }  // namespace llmrt::cuda

@@ -95,26 +95,6 @@ __global__ void siluMulKernel(const float* gu, int64_t ld_gu, int64_t rows, int6
   }
 }
 
-// One block per row; threads over (head, i < rotary_dim / 2) of q then k.
-__global__ void ropeKernel(float* q, int64_t ld_q, int64_t q_heads, float* k, int64_t ld_k, int64_t k_heads,
-                           int64_t head_dim, const int32_t* positions, const float* inv_freq, int64_t half,
-                           float scaling) {
-  const int64_t r = blockIdx.x;
-  const float pos = static_cast<float>(positions[r]);
-  const int64_t n = (q_heads + k_heads) * half;
-  for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
-    const int64_t h = e / half, i = e % half;
-    float s, c;
-    sincosf(pos * inv_freq[i], &s, &c);  // float32 angle, as HF's inv_freq @ position_ids
-    c *= scaling;
-    s *= scaling;
-    float* x = h < q_heads ? q + r * ld_q + h * head_dim : k + r * ld_k + (h - q_heads) * head_dim;
-    const float x1 = x[i], x2 = x[i + half];
-    x[i] = x1 * c - x2 * s;
-    x[i + half] = x2 * c + x1 * s;
-  }
-}
-
 __global__ void toBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, __nv_bfloat16* out) {
   const int64_t n = rows * cols;
   for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
@@ -127,20 +107,98 @@ __global__ void toBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
-// One block per row; threads over (K|V, head, dim).
+// One block per row: cos/sin of the row's angles into shared memory, then the q heads
+// rotated in place, the k heads rotated in place and written to the cache with the
+// non-rotary features, and v written to the cache.
 template <typename T>
-__global__ void writeKvKernel(T* pool, KvLayout g, int64_t layer, const float* k, int64_t ld_k,
-                              const float* v, int64_t ld_v, const int64_t* slots) {
-  const int64_t r = blockIdx.x;
-  const int64_t block = slots[r] / g.tokens_per_block, off = slots[r] % g.tokens_per_block;
-  const int64_t per_kv = g.num_kv_heads * g.head_dim;
-  for (int64_t e = threadIdx.x; e < 2 * per_kv; e += blockDim.x) {
-    const int kv = e >= per_kv ? 1 : 0;
-    const int64_t hd = e - kv * per_kv, h = hd / g.head_dim, d = hd % g.head_dim;
-    const float val = kv == 0 ? k[r * ld_k + hd] : v[r * ld_v + hd];
-    T* dst = pool + block * g.elems_per_block +
-             ((layer * 2 + kv) * g.num_kv_heads + h) * g.tokens_per_block * g.head_dim + off * g.head_dim + d;
-    store(dst, val);
+__global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
+  extern __shared__ float cs[];  // [2 * half]: cos, then sin
+  const int64_t r = blockIdx.x, half = a.half, hd = g.head_dim, kvh = g.num_kv_heads;
+  const float pos = static_cast<float>(a.positions[r]);
+  const float* inv = a.inv_freq + static_cast<int64_t>(a.row_table[r]) * half;
+  for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
+    float s, c;
+    sincosf(pos * inv[i], &s, &c);  // float32 angle, as HF's inv_freq @ position_ids
+    cs[i] = c * a.scaling;
+    cs[half + i] = s * a.scaling;
+  }
+  __syncthreads();
+  const int64_t slot = a.slots[r];
+  const int64_t head_stride = g.tokens_per_block * hd;
+  T* k_dst = nullptr;
+  T* v_dst = nullptr;
+  if (slot >= 0) {
+    T* base = pool + (slot / g.tokens_per_block) * g.elems_per_block + (slot % g.tokens_per_block) * hd;
+    k_dst = base + (a.layer * 2 + 0) * kvh * head_stride;
+    v_dst = base + (a.layer * 2 + 1) * kvh * head_stride;
+  }
+  float* qr = a.q + r * a.ld_q;
+  for (int64_t e = threadIdx.x; e < a.q_heads * half; e += blockDim.x) {
+    const int64_t h = e / half, i = e % half;
+    float* x = qr + h * hd;
+    const float x1 = x[i], x2 = x[i + half];
+    x[i] = x1 * cs[i] - x2 * cs[half + i];
+    x[i + half] = x2 * cs[i] + x1 * cs[half + i];
+  }
+  float* kr = a.k + r * a.ld_k;
+  for (int64_t e = threadIdx.x; e < kvh * half; e += blockDim.x) {
+    const int64_t h = e / half, i = e % half;
+    float* x = kr + h * hd;
+    const float x1 = x[i], x2 = x[i + half];
+    const float y1 = x1 * cs[i] - x2 * cs[half + i], y2 = x2 * cs[i] + x1 * cs[half + i];
+    x[i] = y1;
+    x[i + half] = y2;
+    if (k_dst) {
+      store(k_dst + h * head_stride + i, y1);
+      store(k_dst + h * head_stride + i + half, y2);
+    }
+  }
+  if (!k_dst) return;
+  const float* vr = a.v + r * a.ld_v;
+  for (int64_t e = threadIdx.x; e < kvh * hd; e += blockDim.x) {
+    const int64_t h = e / hd, d = e % hd;
+    if (d >= 2 * half) store(k_dst + h * head_stride + d, kr[e]);  // untouched by the rotation above
+    store(v_dst + h * head_stride + d, vr[e]);
+  }
+}
+
+// One block per row: (value, id) maxima per thread, then per warp, then across warps.
+__global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int32_t* out) {
+  __shared__ float best_v[32];
+  __shared__ int32_t best_i[32];
+  const float* row = logits + blockIdx.x * ld;
+  float bv = -INFINITY;
+  int32_t bi = 0x7fffffff;
+  int bad = 0;
+  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+    const float v = row[i];
+    if (isnan(v) || v == INFINITY) bad = 1;
+    if (v > bv || (v == bv && i < bi)) {  // strided ascending: the first of equal values wins
+      bv = v;
+      bi = static_cast<int32_t>(i);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  if (lane == 0) {
+    best_v[warp] = bv;
+    best_i[warp] = bi;
+  }
+  bad = __syncthreads_or(bad);
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < warps; ++w)
+      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) {
+        bv = best_v[w];
+        bi = best_i[w];
+      }
+    out[blockIdx.x] = bad || bv == -INFINITY ? -1 : bi;
   }
 }
 
@@ -194,16 +252,6 @@ cudaError_t siluMul(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter,
   return cudaGetLastError();
 }
 
-cudaError_t rope(float* q, int64_t ld_q, int64_t q_heads, float* k, int64_t ld_k, int64_t k_heads,
-                 int64_t head_dim, const int32_t* positions, int64_t rows, const float* inv_freq,
-                 int64_t rotary_dim, float scaling, cudaStream_t stream) {
-  const int64_t half = rotary_dim / 2;
-  if (rows == 0 || half == 0) return cudaSuccess;
-  ropeKernel<<<rows, threadsFor((q_heads + k_heads) * half), 0, stream>>>(
-      q, ld_q, q_heads, k, ld_k, k_heads, head_dim, positions, inv_freq, half, scaling);
-  return cudaGetLastError();
-}
-
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
   toBf16Kernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(x, ld_x, rows, cols,
@@ -211,16 +259,22 @@ cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, voi
   return cudaGetLastError();
 }
 
-cudaError_t writeKv(void* pool, DType kv_dtype, const KvLayout& g, int64_t layer, const float* k,
-                    int64_t ld_k, const float* v, int64_t ld_v, const int64_t* slots, int64_t rows,
-                    cudaStream_t stream) {
-  if (rows == 0) return cudaSuccess;
-  const int t = threadsFor(2 * g.num_kv_heads * g.head_dim);
+cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const RopeKvArgs& a, cudaStream_t stream) {
+  if (a.rows == 0) return cudaSuccess;
+  const int t = threadsFor(g.num_kv_heads * g.head_dim > a.q_heads * a.half ? g.num_kv_heads * g.head_dim
+                                                                             : a.q_heads * a.half);
+  const size_t smem = static_cast<size_t>(2 * a.half) * sizeof(float);
   if (kv_dtype == DType::kBF16)
-    writeKvKernel<<<rows, t, 0, stream>>>(static_cast<__nv_bfloat16*>(pool), g, layer, k, ld_k, v, ld_v,
-                                          slots);
+    ropeWriteKvKernel<<<a.rows, t, smem, stream>>>(static_cast<__nv_bfloat16*>(pool), g, a);
   else
-    writeKvKernel<<<rows, t, 0, stream>>>(static_cast<float*>(pool), g, layer, k, ld_k, v, ld_v, slots);
+    ropeWriteKvKernel<<<a.rows, t, smem, stream>>>(static_cast<float*>(pool), g, a);
+  return cudaGetLastError();
+}
+
+cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
+                       cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  argmaxKernel<<<rows, 1024, 0, stream>>>(logits, ld, vocab, out);
   return cudaGetLastError();
 }
 

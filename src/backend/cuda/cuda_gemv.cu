@@ -1,0 +1,140 @@
+// Matrix-vector products for decode: out[m, n] = x[m, k] W[n, k]^T (+ bias) with W in
+// bf16 and at most kGemvMaxRows rows of float32 x. Batch-1..8 decode is bound by
+// reading W once, so the kernel is built around that stream: each warp owns R
+// consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512
+// contiguous bytes per warp and row), two chunks in flight per row; x (a few KiB,
+// shared by every warp) is read as float4 through L1. The dot products accumulate in
+// float32 and are reduced across the warp at the end, bias added in the same pass.
+// No conversion of x to bf16, no workspace: one launch per product.
+#include <cuda_bf16.h>
+
+#include "backend/cuda/cuda_kernels.h"
+
+namespace llmrt::cuda {
+namespace {
+
+constexpr int kWarps = 8;  // per block
+
+__device__ __forceinline__ uint4 loadStreaming(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
+  const float2 w0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.x));
+  const float2 w1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.y));
+  const float2 w2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.z));
+  const float2 w3 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.w));
+  float s = w0.x * a.x;
+  s = fmaf(w0.y, a.y, s);
+  s = fmaf(w1.x, a.z, s);
+  s = fmaf(w1.y, a.w, s);
+  s = fmaf(w2.x, b.x, s);
+  s = fmaf(w2.y, b.y, s);
+  s = fmaf(w3.x, b.z, s);
+  s = fmaf(w3.y, b.w, s);
+  return s;
+}
+
+template <int M, int R>
+__global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restrict__ x, int64_t ld_x,
+                                                          const __nv_bfloat16* __restrict__ w, int64_t k,
+                                                          int64_t n, const float* __restrict__ bias,
+                                                          float* __restrict__ out, int64_t ld_out) {
+  const int lane = threadIdx.x % 32;
+  const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
+  if (n0 >= n) return;
+  const uint4* rows[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) rows[r] = reinterpret_cast<const uint4*>(w + (n0 + r < n ? n0 + r : n - 1) * k);
+  float acc[M][R];
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
+
+  const int64_t chunks = k / 8;  // 16-byte chunks per row
+  int64_t c = lane;
+  // Two chunks per row in flight per iteration.
+  for (; c + 32 < chunks; c += 64) {
+    uint4 w0[R], w1[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      w0[r] = loadStreaming(rows[r] + c);
+      w1[r] = loadStreaming(rows[r] + c + 32);
+    }
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const float4* xp = reinterpret_cast<const float4*>(x + m * ld_x);
+      const float4 a0 = xp[2 * c], b0 = xp[2 * c + 1], a1 = xp[2 * (c + 32)], b1 = xp[2 * (c + 32) + 1];
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[m][r] += dot8(w0[r], a0, b0) + dot8(w1[r], a1, b1);
+    }
+  }
+  if (c < chunks) {
+    uint4 w0[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) w0[r] = loadStreaming(rows[r] + c);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      const float4* xp = reinterpret_cast<const float4*>(x + m * ld_x);
+      const float4 a0 = xp[2 * c], b0 = xp[2 * c + 1];
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[m][r] += dot8(w0[r], a0, b0);
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float v = acc[m][r];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      acc[m][r] = v;
+    }
+  // Lane (m * R + r) % 32 writes element (m, r), spreading the stores.
+#pragma unroll
+  for (int m = 0; m < M; ++m)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (lane == (m * R + r) % 32 && n0 + r < n)
+        out[m * ld_out + n0 + r] = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
+}
+
+template <int M, int R>
+cudaError_t launch(const float* x, int64_t ld_x, const void* w, int64_t k, int64_t n, const float* bias, float* out,
+                   int64_t ld_out, cudaStream_t stream) {
+  const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
+  const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
+  gemvKernel<M, R><<<blocks, kWarps * 32, 0, stream>>>(x, ld_x, static_cast<const __nv_bfloat16*>(w), k, n, bias,
+                                                         out, ld_out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool gemvSupported(const float* x, int64_t ld_x, int64_t m, int64_t k) {
+  return m >= 1 && m <= kGemvMaxRows && k % 8 == 0 && k > 0 && ld_x % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+cudaError_t gemvBf16(const float* x, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
+                     const float* bias, float* out, int64_t ld_out, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!gemvSupported(x, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0) return cudaErrorInvalidValue;
+  // More rows of W per warp as m grows: x is re-read from L1 once per row group.
+  switch (m) {
+    case 1: return launch<1, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 2: return launch<2, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 3: return launch<3, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 4: return launch<4, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 5: return launch<5, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 6: return launch<6, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 7: return launch<7, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    default: return launch<8, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+  }
+}
+
+}  // namespace llmrt::cuda

@@ -1,0 +1,89 @@
+#include "backend/step.h"
+
+#include <algorithm>
+#include <string>
+
+namespace llmrt {
+namespace {
+
+Status stepError(const std::string& what) { return invalidArgument("beginStep: " + what); }
+
+}  // namespace
+
+Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& g, HostStep& out) {
+  const size_t T = in.token_ids.size();
+  if (g.tokens_per_block <= 0) return failedPrecondition("beginStep: KV cache pools are not allocated");
+  if (in.positions.size() != T || in.slots.size() != T)
+    return stepError("token_ids, positions and slots have " + std::to_string(T) + ", " +
+                     std::to_string(in.positions.size()) + " and " + std::to_string(in.slots.size()) +
+                     " entries; expected the same count");
+  if (in.rotary_dim < 0 || in.rotary_dim % 2 != 0 || in.rotary_dim > g.head_dim)
+    return stepError("rotary_dim " + std::to_string(in.rotary_dim) + " must be even and in [0, " +
+                     std::to_string(g.head_dim) + "]");
+  const int64_t half = in.rotary_dim / 2;
+  if (half > 0 && (in.rope_inv_freq.empty() || in.rope_inv_freq.size() % static_cast<size_t>(half) != 0))
+    return stepError("rope_inv_freq has " + std::to_string(in.rope_inv_freq.size()) +
+                     " values; expected a positive multiple of rotary_dim / 2 = " + std::to_string(half));
+  const int64_t num_tables = half > 0 ? static_cast<int64_t>(in.rope_inv_freq.size()) / half : 0;
+  const int64_t tpb = g.tokens_per_block;
+  const int64_t num_slots = g.num_blocks * tpb;
+
+  out.token_ids.assign(in.token_ids.begin(), in.token_ids.end());
+  out.positions.assign(in.positions.begin(), in.positions.end());
+  out.slots.assign(in.slots.begin(), in.slots.end());
+  out.logit_rows.assign(in.logit_rows.begin(), in.logit_rows.end());
+  out.inv_freq.assign(in.rope_inv_freq.begin(), in.rope_inv_freq.end());
+  out.rotary_dim = in.rotary_dim;
+  out.num_tables = num_tables;
+  out.rope_scaling = in.rope_attention_scaling;
+  out.row_rope_table.assign(T, 0);
+  out.seqs.clear();
+  out.tables.clear();
+  out.max_kv_len = 0;
+  out.max_q_len = 0;
+
+  for (size_t i = 0; i < T; ++i)
+    if (out.slots[i] >= num_slots)
+      return stepError("row " + std::to_string(i) + " has slot " + std::to_string(out.slots[i]) +
+                       " outside the pool of " + std::to_string(num_slots) + " token slots");
+  int64_t next_row = 0;
+  for (size_t s = 0; s < in.seqs.size(); ++s) {
+    const StepSeq& q = in.seqs[s];
+    const std::string name = "sequence " + std::to_string(s);
+    if (q.q_start != next_row)
+      return stepError(name + " starts at row " + std::to_string(q.q_start) + "; expected " +
+                       std::to_string(next_row) + " (sequences cover the rows in order)");
+    if (q.q_len < 0 || q.kv_len < q.q_len || next_row + q.q_len > static_cast<int64_t>(T))
+      return stepError(name + " has q_len " + std::to_string(q.q_len) + " and kv_len " + std::to_string(q.kv_len) +
+                       "; expected 0 <= q_len <= kv_len and rows inside the step's " + std::to_string(T));
+    const int64_t blocks = (q.kv_len + tpb - 1) / tpb;
+    if (static_cast<int64_t>(q.block_table.size()) < blocks)
+      return stepError(name + " has " + std::to_string(q.block_table.size()) + " blocks for " +
+                       std::to_string(q.kv_len) + " tokens");
+    if (q.rope_table < 0 || (num_tables > 0 && q.rope_table >= num_tables))
+      return stepError(name + " uses RoPE table " + std::to_string(q.rope_table) + " of " +
+                       std::to_string(num_tables));
+    HostStep::Seq hs{q.q_start, q.q_len, q.kv_len, static_cast<int64_t>(out.tables.size()), blocks, q.rope_table};
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int32_t id = q.block_table[static_cast<size_t>(b)];
+      if (id < 0 || id >= g.num_blocks)
+        return stepError(name + " has block id " + std::to_string(id) + " outside the pool of " +
+                         std::to_string(g.num_blocks) + " blocks");
+      out.tables.push_back(id);
+    }
+    for (int64_t r = q.q_start; r < q.q_start + q.q_len; ++r) out.row_rope_table[static_cast<size_t>(r)] = q.rope_table;
+    out.seqs.push_back(hs);
+    out.max_kv_len = std::max(out.max_kv_len, q.kv_len);
+    out.max_q_len = std::max(out.max_q_len, q.q_len);
+    next_row += q.q_len;
+  }
+  if (next_row != static_cast<int64_t>(T))
+    return stepError("the sequences cover " + std::to_string(next_row) + " of the step's " + std::to_string(T) +
+                     " rows");
+  for (int64_t r : out.logit_rows)
+    if (r < 0 || r >= static_cast<int64_t>(T))
+      return stepError("logits row " + std::to_string(r) + " outside the step's " + std::to_string(T) + " rows");
+  return Status::ok();
+}
+
+}  // namespace llmrt

@@ -1,0 +1,46 @@
+// HostStep: a backend's own copy of one step's inputs (StepInputs), checked
+// against the KV pool geometry and flattened (block tables back to back, the
+// RoPE table of every row). Both backends keep one; the CUDA backend packs it
+// into its single per-step upload.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace llmrt {
+
+struct HostStep {
+  struct Seq {
+    int64_t q_start = 0;
+    int64_t q_len = 0;
+    int64_t kv_len = 0;
+    int64_t table_offset = 0;  // into `tables`
+    int64_t table_len = 0;     // blocks covering [0, kv_len)
+    int32_t rope_table = 0;
+  };
+  std::vector<int32_t> token_ids;       // [T]
+  std::vector<int32_t> positions;       // [T]
+  std::vector<int32_t> row_rope_table;  // [T] RoPE table of each row's sequence
+  std::vector<int64_t> slots;           // [T] (< 0: not written)
+  std::vector<int64_t> logit_rows;
+  std::vector<Seq> seqs;
+  std::vector<int32_t> tables;          // every sequence's block table, back to back
+  std::vector<float> inv_freq;          // [num_tables][rotary_dim / 2]
+  int64_t rotary_dim = 0;
+  int64_t num_tables = 0;
+  float rope_scaling = 1.0f;
+  int64_t max_kv_len = 0;
+  int64_t max_q_len = 0;
+
+  int64_t numTokens() const { return static_cast<int64_t>(token_ids.size()); }
+  const int32_t* table(const Seq& s) const { return tables.data() + s.table_offset; }
+};
+
+// Checks `in` (row counts agree, sequences cover the rows in order, block tables
+// cover kv_len with ids inside the pool, slots inside the pool, logits rows and
+// RoPE tables in range) and copies it into `out`, reusing out's memory.
+Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& geometry, HostStep& out);
+
+}  // namespace llmrt

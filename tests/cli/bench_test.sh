@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# llmrt-bench's contract: each mode prints one JSON line {"mode", "config",
+# "results"} on stdout with the documented keys and sane values; bad flags get
+# a one-line error naming the flag, its value and the range, and exit code 2.
+# Usage: bench_test.sh LLMRT_BENCH_BINARY MODEL_DIR
+set -u
+bin=$1
+model=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+# expect CODE PATTERN -- command...: exit code CODE and PATTERN in stderr+stdout.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL: $* -> exit $rc (want $code), output: $(head -c 400 <<<"$out")"
+  fi
+}
+
+common=(--model "$model" --backend cpu --threads 1)
+
+# Usage errors.
+expect 2 "subcommand" -- "$bin"
+expect 2 "--model" -- "$bin" latency --input-len 4
+expect 2 "bogus" -- "$bin" latency "${common[@]}" --bogus
+expect 2 "--input-len has value 0; expected an integer in \[1, " -- "$bin" latency "${common[@]}" --input-len 0
+expect 2 "--output-len has value 1; expected an integer in \[2, " -- "$bin" latency "${common[@]}" --output-len 1
+expect 2 "--iters has value 0" -- "$bin" prefill "${common[@]}" --iters 0
+expect 2 "--num-requests has value -3" -- "$bin" throughput "${common[@]}" --num-requests -3
+expect 2 "--tokens-per-block has value 24; expected a power of two" -- "$bin" throughput "${common[@]}" --tokens-per-block 24
+expect 2 "--kv-cache-free-gpu-memory-fraction has value 1; expected a number in \(0, 1\)" -- \
+  "$bin" throughput "${common[@]}" --kv-cache-free-gpu-memory-fraction 1
+expect 2 "--max-batch-size has value 0" -- "$bin" throughput "${common[@]}" --max-batch-size 0
+expect 2 "--backend" -- "$bin" prefill "${common[@]}" --backend tpu
+expect 2 "exceeds the max sequence length 512" -- "$bin" latency "${common[@]}" --input-len 500 --output-len 20
+expect 1 "/nonexistent" -- "$bin" prefill --model /nonexistent --backend cpu
+
+# Good runs: one JSON line each on stdout.
+run() {
+  local name=$1
+  shift
+  if ! "$bin" "$@" >"$tmp/$name.json" 2>"$tmp/$name.log"; then
+    fail=$((fail + 1))
+    echo "FAIL: $* -> exit $?: $(head -c 400 "$tmp/$name.log")"
+    return
+  fi
+  pass=$((pass + 1))
+}
+run latency latency "${common[@]}" --input-len 16 --output-len 8 --warmup 1 --iters 3
+run prefill prefill "${common[@]}" --input-len 16 --warmup 1 --iters 3
+run throughput throughput "${common[@]}" --num-requests 4 --input-len 16 --output-len 8 --max-batch-size 2
+
+if python3 - "$tmp" <<'PY'; then
+import json, sys
+d = sys.argv[1]
+errors = []
+
+def load(name):
+    lines = [l for l in open(f"{d}/{name}.json").read().splitlines() if l.strip()]
+    if len(lines) != 1:
+        errors.append(f"{name}: {len(lines)} stdout lines, expected 1")
+    return json.loads(lines[-1])
+
+def positive(name, res, keys):
+    for k in keys:
+        v = res.get(k)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            errors.append(f"{name}: results.{k} = {v!r}, expected a positive number")
+
+lat = load("latency")
+pre = load("prefill")
+thr = load("throughput")
+for name, j in (("latency", lat), ("prefill", pre), ("throughput", thr)):
+    if j.get("mode") != name:
+        errors.append(f"{name}: mode = {j.get('mode')!r}")
+    for k in ("model", "backend", "max_batch_size", "max_num_tokens", "model_config", "input_len"):
+        if k not in j.get("config", {}):
+            errors.append(f"{name}: config.{k} missing")
+
+r = lat["results"]
+positive("latency", r, ["ttft_ms_mean", "ttft_ms_p50", "decode_ms_per_token", "decode_tokens_per_s", "itl_ms_p50",
+                        "itl_ms_p90", "itl_ms_p99", "e2e_ms_mean"])
+if len(r.get("iter_ttft_ms", [])) != 3:
+    errors.append(f"latency: {len(r.get('iter_ttft_ms', []))} iterations recorded, expected 3")
+if abs(r["decode_tokens_per_s"] * r["decode_ms_per_token"] - 1000) > 1e-6 * 1000:
+    errors.append("latency: decode_tokens_per_s != 1000 / decode_ms_per_token")
+if not r["itl_ms_p50"] <= r["itl_ms_p90"] <= r["itl_ms_p99"]:
+    errors.append("latency: ITL percentiles not ordered")
+if r["engine_stats"]["generated_tokens"] != 3 * 8:
+    errors.append(f"latency: {r['engine_stats']['generated_tokens']} tokens generated, expected 24")
+
+r = pre["results"]
+positive("prefill", r, ["prefill_ms_mean", "prefill_ms_min", "prefill_tokens_per_s", "model_flops",
+                        "model_tflops_per_s", "linear_flops", "attention_flops"])
+# Bundled model: 6 layers, hidden 384, 6 heads x 64, 2 KV heads, intermediate 1024, vocab 8192.
+layer = 384 * (384 + 2 * 128) + 384 * 384 + 3 * 384 * 1024
+want_linear = 2 * 16 * 6 * layer + 2 * 8192 * 384
+want_attn = 4 * 6 * 6 * 64 * 16 * 17 / 2
+if r["linear_flops"] != want_linear or r["attention_flops"] != want_attn:
+    errors.append(f"prefill: flops {r['linear_flops']} + {r['attention_flops']}, expected {want_linear} + {want_attn}")
+if r["prefill_ms_min"] > r["prefill_ms_mean"]:
+    errors.append("prefill: min > mean")
+
+r = thr["results"]
+positive("throughput", r, ["wall_s", "output_tokens_per_s", "total_tokens_per_s", "requests_per_s", "ttft_ms_mean",
+                           "ttft_ms_p50", "ttft_ms_p99", "itl_ms_mean", "itl_ms_p50", "itl_ms_p99", "e2e_ms_mean",
+                           "e2e_ms_p99"])
+if r["output_tokens"] != 4 * 8:
+    errors.append(f"throughput: output_tokens = {r['output_tokens']}, expected 4 * 8 = 32")
+if r["input_tokens"] != 4 * 16:
+    errors.append(f"throughput: input_tokens = {r['input_tokens']}, expected 64")
+if abs(r["output_tokens_per_s"] * r["wall_s"] - 32) > 1e-6 * 32:
+    errors.append("throughput: output_tokens_per_s != output_tokens / wall_s")
+st = r["engine_stats"]
+if st["generated_tokens"] != 32 or st["steps"] <= 0:
+    errors.append(f"throughput: engine_stats {st}")
+# Two at a time (--max-batch-size 2): at least two rounds of 8 steps.
+if st["steps"] < 16:
+    errors.append(f"throughput: {st['steps']} steps with --max-batch-size 2, expected >= 16")
+if not r["e2e_ms_p99"] >= r["e2e_ms_mean"] >= r["ttft_ms_mean"]:
+    errors.append("throughput: end-to-end latency below time to first token")
+
+for e in errors:
+    print("FAIL:", e)
+sys.exit(1 if errors else 0)
+PY
+  pass=$((pass + 1))
+else
+  fail=$((fail + 1))
+  for f in "$tmp"/*.json; do echo "$f: $(head -c 2000 "$f")"; done
+fi
+
+echo "bench_test: $pass passed, $fail failed"
+[[ $fail -eq 0 ]]

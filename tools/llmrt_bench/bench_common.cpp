@@ -1,0 +1,291 @@
+#include "bench_common.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <thread>
+
+namespace llmrt::bench {
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "llmrt-bench: error: %s\n", message.c_str());
+  return code;
+}
+
+void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
+  cmd->add_option("--model", f.model, "HF model directory")->required();
+  cmd->add_option("--backend", f.backend, "cpu | cuda (default cuda)")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--dtype", f.dtype, "auto | bfloat16 | float32")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float32"}));
+  cmd->add_option("--max-batch-size", f.max_batch_size, "Sequences in flight at once (default 256)");
+  cmd->add_option("--max-num-tokens", f.max_num_tokens, "Tokens computed per step (default 8192)");
+  cmd->add_option("--max-seq-len", f.max_seq_len, "Prompt + generated tokens (default: the model's limit)");
+  cmd->add_option("--kv-cache-free-gpu-memory-fraction", f.kv_fraction,
+                  "Fraction of free memory for the KV cache, in (0, 1) (default 0.9)");
+  cmd->add_option("--kv-cache-max-tokens", f.kv_max_tokens, "Upper bound on the KV cache size in tokens");
+  cmd->add_option("--tokens-per-block", f.tokens_per_block,
+                  "KV cache block size, a power of two (default 32)");
+  cmd->add_flag("--enable-block-reuse", f.enable_block_reuse, "Reuse cached prefixes (default off)");
+  cmd->add_option("--scheduler-policy", f.scheduler_policy,
+                  "guaranteed_no_evict | max_utilization | static_batch")
+      ->check(CLI::IsMember({"guaranteed_no_evict", "max_utilization", "static_batch"}, CLI::ignore_case));
+  cmd->add_option("--threads", f.threads, "CPU backend threads (0 = all cores)");
+  cmd->add_option("--seed", f.seed, "Seed of the random prompts (default 0)");
+  cmd->add_option("--log-level", f.log_level, "trace | debug | info | warning | error | off");
+}
+
+std::string formatNumber(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+std::optional<std::string> checkRange(const std::string& flag, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return std::nullopt;
+  return flag + " has value " + std::to_string(v) + "; expected an integer in [" + std::to_string(lo) + ", " +
+         std::to_string(hi) + "]";
+}
+
+std::optional<std::string> validateEngineFlags(const EngineFlags& f) {
+  if (auto e = checkRange("--max-batch-size", f.max_batch_size, 1, 1 << 20)) return e;
+  if (auto e = checkRange("--max-num-tokens", f.max_num_tokens, 1, int64_t{1} << 30)) return e;
+  if (auto e = checkRange("--max-seq-len", f.max_seq_len, 0, int64_t{1} << 30)) return e;
+  if (f.kv_max_tokens)
+    if (auto e = checkRange("--kv-cache-max-tokens", *f.kv_max_tokens, 1, int64_t{1} << 40)) return e;
+  if (f.kv_fraction && !(*f.kv_fraction > 0.0 && *f.kv_fraction < 1.0))
+    return "--kv-cache-free-gpu-memory-fraction has value " + formatNumber(*f.kv_fraction) +
+           "; expected a number in (0, 1)";
+  if (f.tokens_per_block < 1 || f.tokens_per_block > 65536 ||
+      (f.tokens_per_block & (f.tokens_per_block - 1)) != 0)
+    return "--tokens-per-block has value " + std::to_string(f.tokens_per_block) +
+           "; expected a power of two in [1, 65536]";
+  if (auto e = checkRange("--threads", f.threads, 0, 1024)) return e;
+  return std::nullopt;
+}
+
+LlmArgs makeLlmArgs(const EngineFlags& f) {
+  LlmArgs a;
+  a.model = f.model;
+  a.backend = f.backend;
+  a.dtype = f.dtype;
+  a.max_batch_size = f.max_batch_size;
+  a.max_num_tokens = f.max_num_tokens;
+  a.max_seq_len = f.max_seq_len;
+  a.num_threads = f.threads;
+  a.kv_cache_config.tokens_per_block = f.tokens_per_block;
+  a.kv_cache_config.max_tokens = f.kv_max_tokens;
+  a.kv_cache_config.free_gpu_memory_fraction = f.kv_fraction;
+  a.kv_cache_config.enable_block_reuse = f.enable_block_reuse;
+  a.scheduler_config.capacity_scheduler_policy = *parseCapacitySchedulerPolicy(f.scheduler_policy);
+  return a;
+}
+
+json engineConfigJson(const EngineFlags& f) {
+  json j = {{"model", f.model},
+            {"backend", f.backend},
+            {"dtype", f.dtype},
+            {"max_batch_size", f.max_batch_size},
+            {"max_num_tokens", f.max_num_tokens},
+            {"max_seq_len", f.max_seq_len},
+            {"tokens_per_block", f.tokens_per_block},
+            {"enable_block_reuse", f.enable_block_reuse},
+            {"scheduler_policy", f.scheduler_policy},
+            {"threads", f.threads},
+            {"seed", f.seed}};
+  j["kv_cache_free_gpu_memory_fraction"] = f.kv_fraction ? json(*f.kv_fraction) : json(nullptr);
+  j["kv_cache_max_tokens"] = f.kv_max_tokens ? json(*f.kv_max_tokens) : json(nullptr);
+  return j;
+}
+
+double layerLinearParams(const ModelConfig& m) {
+  const double h = static_cast<double>(m.hidden_size);
+  const double q = static_cast<double>(m.qSize());
+  const double kv = static_cast<double>(m.kvSize());
+  const double i = static_cast<double>(m.intermediate_size);
+  // q, k, v, o and the gated MLP's gate, up, down.
+  return static_cast<double>(m.num_hidden_layers) * (h * (q + 2 * kv) + q * h + 3 * h * i);
+}
+
+json modelJson(const ModelConfig& m) {
+  const double embed = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  const double params = layerLinearParams(m) + embed * (m.tie_word_embeddings ? 1 : 2);
+  return {{"architecture", m.architecture},
+          {"vocab_size", m.vocab_size},
+          {"hidden_size", m.hidden_size},
+          {"intermediate_size", m.intermediate_size},
+          {"num_hidden_layers", m.num_hidden_layers},
+          {"num_attention_heads", m.num_attention_heads},
+          {"num_key_value_heads", m.num_key_value_heads},
+          {"head_dim", m.head_dim},
+          {"max_position_embeddings", m.max_position_embeddings},
+          {"tie_word_embeddings", m.tie_word_embeddings},
+          {"approx_params", params}};
+}
+
+int64_t effectiveMaxSeqLen(const EngineFlags& f, const ModelConfig& m) {
+  return f.max_seq_len > 0 ? f.max_seq_len : m.max_position_embeddings;
+}
+
+std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int64_t vocab) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<TokenId> dist(10, static_cast<TokenId>(vocab - 11));
+  std::vector<Prompt> prompts;
+  prompts.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<TokenId> ids(static_cast<size_t>(len));
+    for (TokenId& t : ids) t = dist(rng);
+    prompts.push_back(Prompt::fromIds(std::move(ids)));
+  }
+  return prompts;
+}
+
+SamplingParams benchSamplingParams(int max_tokens) {
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = max_tokens;
+  sp.min_tokens = 0;
+  sp.ignore_eos = true;
+  sp.seed = 0;
+  return sp;
+}
+
+Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const SamplingParams& sp,
+                          double progress_every_s) {
+  TimedRun run;
+  run.token_times.resize(prompts.size());
+  // Reserved up front: the callback runs on the engine's loop thread and should not allocate.
+  for (auto& t : run.token_times) t.reserve(static_cast<size_t>(sp.max_tokens) + 1);
+  std::atomic<uint64_t> tokens{0}, finished{0};
+  auto* times = &run.token_times;
+  TokenCallback cb = [times, &tokens, &finished](size_t request, int completion, TokenId, const std::string&,
+                                                 FinishReason finish) {
+    const Clock::time_point now = Clock::now();
+    if (completion != 0) return;
+    (*times)[request].push_back(now);
+    tokens.fetch_add(1, std::memory_order_relaxed);
+    if (finish != FinishReason::kNone) finished.fetch_add(1, std::memory_order_relaxed);
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread progress;
+  run.start = Clock::now();
+  if (progress_every_s > 0) {
+    progress = std::thread([&] {
+      const uint64_t want = static_cast<uint64_t>(prompts.size()) * static_cast<uint64_t>(sp.max_tokens);
+      std::unique_lock<std::mutex> lock(mu);
+      while (!cv.wait_for(lock, std::chrono::duration<double>(progress_every_s), [&] { return done; })) {
+        std::fprintf(stderr, "  [%.0f s] %llu / %llu tokens, %llu / %zu requests finished\n",
+                     msBetween(run.start, Clock::now()) / 1e3,
+                     static_cast<unsigned long long>(tokens.load(std::memory_order_relaxed)),
+                     static_cast<unsigned long long>(want),
+                     static_cast<unsigned long long>(finished.load(std::memory_order_relaxed)),
+                     prompts.size());
+      }
+    });
+  }
+  auto outs = llm.generate(prompts, {sp}, {}, cb);
+  run.end = Clock::now();
+  if (progress.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    cv.notify_all();
+    progress.join();
+  }
+  if (!outs.isOk()) return outs.status();
+  run.outputs = std::move(*outs);
+  for (size_t i = 0; i < run.outputs.size(); ++i) {
+    const RequestOutput& o = run.outputs[i];
+    if (!o.status.isOk())
+      return Status(o.status.code(), "request " + std::to_string(i) + ": " + o.status.message());
+    const size_t got = o.outputs.empty() ? 0 : o.outputs[0].token_ids.size();
+    if (got != static_cast<size_t>(sp.max_tokens))
+      return internalError("request " + std::to_string(i) + " generated " + std::to_string(got) +
+                           " tokens; expected " + std::to_string(sp.max_tokens) + " (ignore_eos is set)");
+    if (run.token_times[i].size() != got)
+      return internalError("request " + std::to_string(i) + " streamed " +
+                           std::to_string(run.token_times[i].size()) + " tokens but returned " +
+                           std::to_string(got));
+  }
+  return run;
+}
+
+double msBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = p / 100.0 * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return v[lo] + (v[hi] - v[lo]) * frac;
+}
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double minOf(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::min_element(v.begin(), v.end()); }
+double maxOf(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
+
+PrefillFlops prefillFlops(const ModelConfig& m, int64_t n) {
+  const double nd = static_cast<double>(n);
+  PrefillFlops f;
+  f.linear = 2.0 * nd * layerLinearParams(m) +
+             2.0 * static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  f.attention = 4.0 * static_cast<double>(m.num_hidden_layers) * static_cast<double>(m.num_attention_heads) *
+                static_cast<double>(m.head_dim) * nd * (nd + 1.0) / 2.0;
+  return f;
+}
+
+json statsJson(const LlmStats& s) {
+  return {{"steps", s.steps},
+          {"context_tokens", s.context_tokens},
+          {"generated_tokens", s.generated_tokens},
+          {"busy_seconds", s.seconds},
+          {"generated_tokens_per_step", s.steps ? static_cast<double>(s.generated_tokens) / s.steps : 0.0},
+          {"pauses", s.pauses},
+          {"resumes", s.resumes},
+          {"kv_reused_blocks", s.reused_blocks},
+          {"kv_missed_blocks", s.missed_blocks},
+          {"kv_evicted_blocks", s.evicted_blocks},
+          {"kv_offloaded_blocks", s.offloaded_blocks},
+          {"kv_onboarded_blocks", s.onboarded_blocks}};
+}
+
+LlmStats statsDelta(const LlmStats& a, const LlmStats& b) {
+  LlmStats d;
+  d.steps = a.steps - b.steps;
+  d.pauses = a.pauses - b.pauses;
+  d.resumes = a.resumes - b.resumes;
+  d.context_tokens = a.context_tokens - b.context_tokens;
+  d.generated_tokens = a.generated_tokens - b.generated_tokens;
+  d.seconds = a.seconds - b.seconds;
+  d.reused_blocks = a.reused_blocks - b.reused_blocks;
+  d.missed_blocks = a.missed_blocks - b.missed_blocks;
+  const uint64_t looked = d.reused_blocks + d.missed_blocks;
+  d.reuse_hit_rate = looked ? static_cast<double>(d.reused_blocks) / static_cast<double>(looked) : 0.0;
+  d.evicted_blocks = a.evicted_blocks - b.evicted_blocks;
+  d.offloaded_blocks = a.offloaded_blocks - b.offloaded_blocks;
+  d.onboarded_blocks = a.onboarded_blocks - b.onboarded_blocks;
+  return d;
+}
+
+void printJsonLine(const json& j) {
+  const std::string s = j.dump() + "\n";
+  std::fputs(s.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace llmrt::bench

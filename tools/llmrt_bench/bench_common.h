@@ -1,0 +1,117 @@
+// Shared pieces of llmrt-bench: engine flags, random prompts, a timed run
+// that stamps every streamed token, statistics and the model's FLOP count.
+// Uses only the public API (include/llmrt/).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llmrt/llm.h"
+
+namespace llmrt::bench {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+// Exit codes: 0 success, 1 runtime failure (model, engine, request), 2 usage error.
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// Prints "llmrt-bench: error: <message>" on stderr and returns `code`.
+int fail(const std::string& message, int code = kExitFailure);
+
+// Flags that shape the engine, shared by every mode.
+struct EngineFlags {
+  std::string model;
+  std::string backend = "cuda";
+  std::string dtype = "auto";
+  std::string log_level = "warning";
+  std::string scheduler_policy = "guaranteed_no_evict";
+  int max_batch_size = 256;
+  int64_t max_num_tokens = 8192;
+  int64_t max_seq_len = 0;               // 0 = the model's max_position_embeddings
+  std::optional<double> kv_fraction;     // --kv-cache-free-gpu-memory-fraction
+  std::optional<int64_t> kv_max_tokens;  // --kv-cache-max-tokens
+  int tokens_per_block = 32;
+  bool enable_block_reuse = false;  // off: benchmarks measure computation, not reuse
+  int threads = 0;                  // CPU backend threads
+  uint32_t seed = 0;                // prompt generator seed
+};
+
+// Registers the engine flags on a subcommand.
+void addEngineFlags(CLI::App* cmd, EngineFlags& f);
+
+// Checks the engine flags; an error message naming the flag, its value and the
+// allowed range, or nullopt when they are fine.
+std::optional<std::string> validateEngineFlags(const EngineFlags& f);
+
+// A number as %g prints it (for messages).
+std::string formatNumber(double v);
+
+// "<flag> has value <v>; expected an integer in [lo, hi]" when v is outside, else nullopt.
+std::optional<std::string> checkRange(const std::string& flag, int64_t v, int64_t lo, int64_t hi);
+
+LlmArgs makeLlmArgs(const EngineFlags& f);
+json engineConfigJson(const EngineFlags& f);
+json modelJson(const ModelConfig& m);
+
+// The longest prompt + output the engine accepts with these flags.
+int64_t effectiveMaxSeqLen(const EngineFlags& f, const ModelConfig& m);
+
+// `count` prompts of `len` random ids in [10, vocab - 10) from std::mt19937(seed).
+std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int64_t vocab);
+
+// Greedy, ignore_eos, exactly `max_tokens` tokens.
+SamplingParams benchSamplingParams(int max_tokens);
+
+// One generate() call with every token time-stamped on arrival (the engine's
+// loop thread calls the TokenCallback as each step's tokens are ready).
+struct TimedRun {
+  Clock::time_point start;  // just before generate()
+  Clock::time_point end;    // generate() returned: every request has completed
+  std::vector<std::vector<Clock::time_point>> token_times;  // [request][token]
+  std::vector<RequestOutput> outputs;
+};
+
+// Runs the prompts; fails when the engine fails or any request does, or when a
+// request produced another number of tokens than `max_tokens`. With
+// `progress_every_s` > 0, prints tokens and finished requests so far on stderr
+// at that interval (a run cut short by a time limit still leaves a trace).
+Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const SamplingParams& sp,
+                          double progress_every_s = 0.0);
+
+double msBetween(Clock::time_point a, Clock::time_point b);
+
+// Linear-interpolated percentile (numpy's default), p in [0, 100]; 0 for an empty set.
+double percentile(std::vector<double> v, double p);
+double mean(const std::vector<double>& v);
+double minOf(const std::vector<double>& v);
+double maxOf(const std::vector<double>& v);
+
+// Floating-point operations of one prefill of `n` tokens (multiply-add = 2):
+// every layer's linears on all n tokens, lm_head on the last token only, and
+// causal attention (QK^T and PV over n(n+1)/2 pairs per head). Sliding windows
+// are ignored (full causal attention is counted).
+struct PrefillFlops {
+  double linear = 0.0;
+  double attention = 0.0;
+  double total() const { return linear + attention; }
+};
+PrefillFlops prefillFlops(const ModelConfig& m, int64_t n);
+
+// Parameters of every layer's linear projections (no embeddings, norms, lm_head).
+double layerLinearParams(const ModelConfig& m);
+
+// LlmStats as JSON, and the difference of two snapshots (after - before).
+json statsJson(const LlmStats& s);
+LlmStats statsDelta(const LlmStats& after, const LlmStats& before);
+
+// Prints the mode's JSON line on stdout.
+void printJsonLine(const json& j);
+
+}  // namespace llmrt::bench

@@ -1,0 +1,75 @@
+// llmrt-bench: latency, prefill and throughput benchmarks of the LLM API on
+// random prompts. Uses only the public API in include/llmrt/.
+//
+//   llmrt-bench latency    --model DIR --input-len 128 --output-len 128
+//   llmrt-bench prefill    --model DIR --input-len 2048
+//   llmrt-bench throughput --model DIR --num-requests 512 --input-len 128 --output-len 128
+//
+// Each prints a readable summary on stderr and one JSON line on stdout:
+//   {"mode": ..., "config": {...}, "results": {...}}
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "bench_common.h"
+#include "modes.h"
+
+int main(int argc, char** argv) {
+  using namespace llmrt::bench;
+  CLI::App app{"llmrt-bench: latency, prefill and throughput benchmarks on random prompts"};
+  app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_version_flag("--version", "llmrt-bench 0.1.0");
+
+  EngineFlags ef;
+  LatencyFlags lf;
+  PrefillFlags pf;
+  ThroughputFlags tf;
+
+  auto* lat = app.add_subcommand("latency", "Batch-1 streamed generation: TTFT and inter-token latency");
+  addEngineFlags(lat, ef);
+  lat->add_option("--input-len", lf.input_len, "Prompt tokens (default 128)");
+  lat->add_option("--output-len", lf.output_len, "Generated tokens, >= 2 (default 128)");
+  lat->add_option("--warmup", lf.warmup, "Unmeasured runs first (default 2)");
+  lat->add_option("--iters", lf.iters, "Measured runs (default 5)");
+
+  auto* pre =
+      app.add_subcommand("prefill", "Batch-1 prompt processing: time to first token, tokens/s, FLOP/s");
+  addEngineFlags(pre, ef);
+  pre->add_option("--input-len", pf.input_len, "Prompt tokens (default 2048)");
+  pre->add_option("--warmup", pf.warmup, "Unmeasured runs first (default 1)");
+  pre->add_option("--iters", pf.iters, "Measured runs (default 5)");
+
+  auto* thr =
+      app.add_subcommand("throughput", "All requests at once: tokens/s, requests/s, latency distributions");
+  addEngineFlags(thr, ef);
+  thr->add_option("--num-requests", tf.num_requests, "Requests submitted together (default 64)");
+  thr->add_option("--input-len", tf.input_len, "Prompt tokens per request (default 128)");
+  thr->add_option("--output-len", tf.output_len, "Generated tokens per request (default 128)");
+  thr->add_option("--warmup", tf.warmup, "Short unmeasured requests run first (default 1)");
+  thr->add_option("--progress-interval", tf.progress_s,
+                  "Seconds between progress lines on stderr (0 = none, default 10)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "llmrt-bench: error: %s\n", e.what());
+    std::fprintf(stderr, "Run with --help for more information.\n");
+    return kExitUsage;
+  }
+  try {
+    if (lat->parsed()) return runLatency(ef, lf);
+    if (pre->parsed()) return runPrefill(ef, pf);
+    if (thr->parsed()) return runThroughput(ef, tf);
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  }
+  return kExitUsage;
+}

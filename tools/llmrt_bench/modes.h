@@ -1,0 +1,40 @@
+// The three benchmark modes of llmrt-bench. Each prints a readable summary on
+// stderr and one JSON line {"mode", "config", "results"} on stdout, and returns
+// the process exit code.
+#pragma once
+
+#include <cstdint>
+
+#include "bench_common.h"
+
+namespace llmrt::bench {
+
+struct LatencyFlags {
+  int64_t input_len = 128;
+  int64_t output_len = 128;
+  int64_t warmup = 2;
+  int64_t iters = 5;
+};
+
+struct PrefillFlags {
+  int64_t input_len = 2048;
+  int64_t warmup = 1;
+  int64_t iters = 5;
+};
+
+struct ThroughputFlags {
+  int64_t num_requests = 64;
+  int64_t input_len = 128;
+  int64_t output_len = 128;
+  int64_t warmup = 1;        // short requests run before the measured batch
+  double progress_s = 10.0;  // progress lines on stderr every this many seconds; 0 = none
+};
+
+// Batch 1, streamed: time to first token and inter-token latencies.
+int runLatency(const EngineFlags& ef, const LatencyFlags& f);
+// Batch 1, one generated token: prefill time, tokens/s and model FLOP/s.
+int runPrefill(const EngineFlags& ef, const PrefillFlags& f);
+// All requests submitted at once: tokens/s, requests/s, TTFT / ITL / end-to-end distributions.
+int runThroughput(const EngineFlags& ef, const ThroughputFlags& f);
+
+}  // namespace llmrt::bench
