@@ -23,12 +23,13 @@ echo "== end to end"
 python3 scripts/cuda/device_e2e.py $C/bin/llmrt tests/data/golden $C/models/stories260K-hf "$OUT" > "$OUT/e2e.log" 2>&1
 echo "device_e2e rc=$?"; grep -E "FAIL|failures" "$OUT/e2e.log" | head -40
 
-SAN=/usr/local/cuda/bin/compute-sanitizer
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+SAN=${SAN:-/usr/local/cuda/bin/compute-sanitizer}
 if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   echo "== compute-sanitizer memcheck"
   for dt in float32 bfloat16; do
     timeout 240 $SAN --tool memcheck --leak-check full --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
-      --prompt "Once upon a time" --max-tokens 40 --backend cuda --dtype $dt --tokens-per-block 16 \
+      --prompt "Once upon a time" --max-tokens 24 --backend cuda --dtype $dt --tokens-per-block 16 \
       --kv-cache-max-tokens 2048 --max-num-tokens 3 --json > "$OUT/memcheck_$dt.log" 2>&1
     echo "memcheck generate $dt rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY" "$OUT/memcheck_$dt.log"
   done

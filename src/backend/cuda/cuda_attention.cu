@@ -62,6 +62,8 @@ __device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(
 template <typename T, int kPerLane>
 __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a) {
   extern __shared__ float smem[];
+  __shared__ const T* k_rows[kTile];
+  __shared__ const T* v_rows[kTile];
   const int hd = static_cast<int>(g.head_dim);
   const int group = blockDim.x / 32;
   float* q_s = smem;                   // [group][hd], pre-scaled
@@ -102,23 +104,45 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   for (int64_t t0 = begin; t0 < end; t0 += kTile) {
     const int n_valid = static_cast<int>(min(static_cast<int64_t>(kTile), end - t0));
     __syncthreads();  // q_s written / previous tile consumed
+    // The tile's K/V row addresses first (one block-table lookup per key), then the rows
+    // gathered with 16-byte loads, four in flight per thread.
+    if (threadIdx.x < n_valid) {
+      k_rows[threadIdx.x] = rowPtr(t0 + threadIdx.x, k_off);
+      v_rows[threadIdx.x] = rowPtr(t0 + threadIdx.x, v_off);
+    }
+    __syncthreads();
     if (vec_ok) {
-      const int vecs = hd / kVec;
-      for (int e = threadIdx.x; e < 2 * n_valid * vecs; e += blockDim.x) {
-        const int kv = e >= n_valid * vecs ? 1 : 0;
-        const int ee = e - kv * n_valid * vecs, j = ee / vecs, c = ee % vecs;
-        const uint4 raw = *reinterpret_cast<const uint4*>(rowPtr(t0 + j, kv ? v_off : k_off) + c * kVec);
-        float f[kVec];
-        Vec<T>::toFloat(raw, f);
-        float* dst = kv ? v_s + j * hd + c * kVec : k_s + j * (hd + 1) + c * kVec;
+      const int vecs = hd / kVec, total = 2 * n_valid * vecs;
+      for (int e0 = threadIdx.x; e0 < total; e0 += 4 * blockDim.x) {
+        uint4 raw[4];
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) dst[i] = f[i];
+        for (int u = 0; u < 4; ++u) {
+          const int e = e0 + u * blockDim.x;
+          if (e < total) {
+            const int kv = e >= n_valid * vecs ? 1 : 0;
+            const int ee = e - kv * n_valid * vecs, j = ee / vecs, c = ee % vecs;
+            raw[u] = *reinterpret_cast<const uint4*>((kv ? v_rows[j] : k_rows[j]) + c * kVec);
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int e = e0 + u * blockDim.x;
+          if (e < total) {
+            const int kv = e >= n_valid * vecs ? 1 : 0;
+            const int ee = e - kv * n_valid * vecs, j = ee / vecs, c = ee % vecs;
+            float f[kVec];
+            Vec<T>::toFloat(raw[u], f);
+            float* dst = kv ? v_s + j * hd + c * kVec : k_s + j * (hd + 1) + c * kVec;
+#pragma unroll
+            for (int i = 0; i < kVec; ++i) dst[i] = f[i];
+          }
+        }
       }
     } else {
       for (int e = threadIdx.x; e < n_valid * hd; e += blockDim.x) {
         const int j = e / hd, d = e % hd;
-        k_s[j * (hd + 1) + d] = toF(rowPtr(t0 + j, k_off)[d]);
-        v_s[j * hd + d] = toF(rowPtr(t0 + j, v_off)[d]);
+        k_s[j * (hd + 1) + d] = toF(k_rows[j][d]);
+        v_s[j * hd + d] = toF(v_rows[j][d]);
       }
     }
     __syncthreads();

@@ -72,6 +72,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   if (cublasStatus_t s = cublasSetWorkspace(b->cublas_, b->cublas_ws_.ptr, b->cublas_ws_.bytes);
       s != CUBLAS_STATUS_SUCCESS)
     return cublasStatus(s, "cublasSetWorkspace", __FILE__, __LINE__);
+  if (cublasStatus_t s = b->lt_.init(); s != CUBLAS_STATUS_SUCCESS) return cublasStatus(s, "cublasLtCreate", __FILE__, __LINE__);
   LLMRT_CUDA_RETURN_IF_ERROR(cuda::initAttentionKernels());
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->meta_copied_, cudaEventDisableTiming));
   if (const char* prof = std::getenv("LLMRT_CUDA_PROFILE"); prof && std::string(prof) == "1") {
@@ -238,9 +239,11 @@ Status CudaBackend::argmaxRows(const TensorView& logits, int32_t* out) {
         cudaHostAlloc(reinterpret_cast<void**>(&argmax_host_), static_cast<size_t>(rows) * 4, cudaHostAllocDefault));
     argmax_host_rows_ = static_cast<size_t>(rows);
   }
-  OpScope scope(this, [&] { return std::string("argmax"); });
-  LLMRT_CUDA_RETURN_IF_ERROR(cuda::argmaxRows(static_cast<const float*>(logits.data), viewRowStride(logits), rows,
-                                              vocab, static_cast<int32_t*>(argmax_.ptr), stream_));
+  {
+    OpScope scope(this, [&] { return std::string("argmax"); });
+    LLMRT_CUDA_RETURN_IF_ERROR(cuda::argmaxRows(static_cast<const float*>(logits.data), viewRowStride(logits), rows,
+                                                vocab, static_cast<int32_t*>(argmax_.ptr), stream_));
+  }
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_, argmax_.ptr, static_cast<size_t>(rows) * 4,
                                              cudaMemcpyDeviceToHost, stream_));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // faults of the step surface here

@@ -24,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_profiler.h"
 
@@ -146,6 +147,7 @@ class CudaBackend final : public Backend {
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  LtGemm lt_;  // bf16 products with a plan per shape
   Status error_;
   int num_sms_ = 0;
   std::vector<void*> weights_;  // owned device allocations

@@ -36,11 +36,11 @@ uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ull + (h >>
 }  // namespace
 
 int32_t CudaBackend::chooseSplits(int64_t items, int64_t max_keys) const {
-  // Enough CTAs for two waves over the SMs, but at least 64 keys per split.
+  // Enough CTAs for two waves over the SMs, but at least one 32-key tile per split.
   const int64_t ctas = items * geometry_.num_kv_heads;
   const int64_t target = 2 * static_cast<int64_t>(num_sms_);
   if (ctas == 0 || ctas * 2 > target) return 1;
-  const int64_t want = std::min((target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / 64));
+  const int64_t want = std::min((target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / 32));
   int32_t splits = 1;  // a power of two, so a few recorded graphs cover every length
   while (static_cast<int64_t>(splits) * 2 <= want) splits *= 2;
   return splits;
@@ -182,7 +182,7 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
   if (m == 0) return;
   OpScope scope(this, [&] {
     const bool gemv = w.dtype == DType::kBF16 && use_gemv_ && cuda::gemvSupported(f32(x), ld(x), m, k);
-    return strprintf("linear %s m=%lld n=%lld k=%lld", gemv ? "gemv" : "cublas", static_cast<long long>(m > 8 ? (m + 511) / 512 * 512 : m),
+    return strprintf("linear %s m=%lld n=%lld k=%lld", gemv ? "gemv" : "cublasLt", static_cast<long long>(m > 8 ? (m + 511) / 512 * 512 : m),
                      static_cast<long long>(n), static_cast<long long>(k));
   });
   const float one = 1.0f, zero = 0.0f;
@@ -203,10 +203,15 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
     // bf16 x bf16 with fp32 accumulation and fp32 output; the fp32 activations are rounded first.
     if (!reserve(bf16_x_, static_cast<size_t>(m * k) * 2)) return;
     LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
-    LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
-        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-        &one, w.data, CUDA_R_16BF, static_cast<int>(k), bf16_x_.ptr, CUDA_R_16BF, static_cast<int>(k), &zero,
-        out.data, CUDA_R_32F, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    // A plan per shape (cuBLASLt); cublasGemmEx where cuBLASLt has no algorithm for it.
+    const cublasStatus_t lt = lt_.run(w.data, bf16_x_.ptr, f32(out), m, n, k, ld(out), cublas_ws_.ptr,
+                                      cublas_ws_.bytes, stream_);
+    if (lt != CUBLAS_STATUS_SUCCESS) {
+      LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
+          cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
+          w.data, CUDA_R_16BF, static_cast<int>(k), bf16_x_.ptr, CUDA_R_16BF, static_cast<int>(k), &zero, out.data,
+          CUDA_R_32F, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
   } else {
     fail(invalidArgument("linear: weight dtype " + std::string(dtypeName(w.dtype)) + " is not F32 or BF16"));
     return;

@@ -2,7 +2,7 @@
 // bf16 and at most kGemvMaxRows rows of float32 x. Batch-1..8 decode is bound by
 // reading W once, so the kernel is built around that stream: each warp owns R
 // consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512
-// contiguous bytes per warp and row), two chunks in flight per row; x (a few KiB,
+// contiguous bytes per warp and row), U chunks in flight per row (4 for m <= 2); x (a few KiB,
 // shared by every warp) is read as float4 through L1. The dot products accumulate in
 // float32 and are reduced across the warp at the end, bias added in the same pass.
 // No conversion of x to bf16, no workspace: one launch per product.
@@ -39,7 +39,7 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return s;
 }
 
-template <int M, int R>
+template <int M, int R, int U>
 __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restrict__ x, int64_t ld_x,
                                                           const __nv_bfloat16* __restrict__ w, int64_t k,
                                                           int64_t n, const float* __restrict__ bias,
@@ -58,23 +58,25 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restric
 
   const int64_t chunks = k / 8;  // 16-byte chunks per row
   int64_t c = lane;
-  // Two chunks per row in flight per iteration.
-  for (; c + 32 < chunks; c += 64) {
-    uint4 w0[R], w1[R];
+  // U chunks per row in flight per iteration (all loads issued before any math).
+  for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
+    uint4 wv[U][R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      w0[r] = loadStreaming(rows[r] + c);
-      w1[r] = loadStreaming(rows[r] + c + 32);
-    }
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r) wv[u][r] = loadStreaming(rows[r] + c + 32 * u);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
       const float4* xp = reinterpret_cast<const float4*>(x + m * ld_x);
-      const float4 a0 = xp[2 * c], b0 = xp[2 * c + 1], a1 = xp[2 * (c + 32)], b1 = xp[2 * (c + 32) + 1];
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[m][r] += dot8(w0[r], a0, b0) + dot8(w1[r], a1, b1);
+      for (int u = 0; u < U; ++u) {
+        const float4 a = xp[2 * (c + 32 * u)], b = xp[2 * (c + 32 * u) + 1];
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[m][r] += dot8(wv[u][r], a, b);
+      }
     }
   }
-  if (c < chunks) {
+  for (; c < chunks; c += 32) {
     uint4 w0[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) w0[r] = loadStreaming(rows[r] + c);
@@ -103,12 +105,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restric
         out[m * ld_out + n0 + r] = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
 }
 
-template <int M, int R>
+template <int M, int R, int U = (M <= 2 ? 4 : 2)>
 cudaError_t launch(const float* x, int64_t ld_x, const void* w, int64_t k, int64_t n, const float* bias, float* out,
                    int64_t ld_out, cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
-  gemvKernel<M, R><<<blocks, kWarps * 32, 0, stream>>>(x, ld_x, static_cast<const __nv_bfloat16*>(w), k, n, bias,
+  gemvKernel<M, R, U><<<blocks, kWarps * 32, 0, stream>>>(x, ld_x, static_cast<const __nv_bfloat16*>(w), k, n, bias,
                                                          out, ld_out);
   return cudaGetLastError();
 }

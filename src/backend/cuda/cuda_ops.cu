@@ -14,10 +14,11 @@ constexpr int kThreads = 256;
 __device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
 
-int gridFor(int64_t n, int threads = kThreads) {
-  const int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<int>(blocks < 65535 * 16 ? blocks : 65535 * 16);
+dim3 grid2(int64_t rows, int64_t cols) {
+  return dim3(static_cast<unsigned>((cols + kThreads - 1) / kThreads),
+              static_cast<unsigned>(rows < 65535 ? rows : 65535));  // rows beyond: grid-stride
 }
+
 
 template <typename T>
 __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids, float* out, int64_t ld_out) {
@@ -59,22 +60,18 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, float* residual, int
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) out[r * ld_out + i] = w[i] * (src[i] * inv);
 }
 
+// Element-wise kernels: blockIdx.y is the row, blockIdx.x * blockDim.x + threadIdx.x the column
+// (no 64-bit divisions on the way).
 __global__ void addKernel(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = e / cols, c = e % cols;
-    x[r * ld_x + c] += y[r * ld_y + c];
-  }
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < cols)
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) x[r * ld_x + c] += y[r * ld_y + c];
 }
 
 __global__ void addBiasKernel(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols) {
-  const int64_t n = rows * cols;
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = e / cols, c = e % cols;
-    out[r * ld_out + c] += bias[c];
-  }
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < cols)
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) out[r * ld_out + c] += bias[c];
 }
 
 __global__ void gatherKernel(const float* src, int64_t ld_src, const int64_t* rows, int64_t cols, float* out,
@@ -86,22 +83,18 @@ __global__ void gatherKernel(const float* src, int64_t ld_src, const int64_t* ro
 
 __global__ void siluMulKernel(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter, float* out,
                               int64_t ld_out) {
-  const int64_t n = rows * inter;
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = e / inter, i = e % inter;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= inter) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const float g = gu[r * ld_gu + i], u = gu[r * ld_gu + inter + i];
     out[r * ld_out + i] = (g / (1.0f + expf(-g))) * u;
   }
 }
 
 __global__ void toBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, __nv_bfloat16* out) {
-  const int64_t n = rows * cols;
-  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < n;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = e / cols, c = e % cols;
-    out[e] = __float2bfloat16_rn(x[r * ld_x + c]);
-  }
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c < cols)
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) out[r * cols + c] = __float2bfloat16_rn(x[r * ld_x + c]);
 }
 
 __device__ __forceinline__ void store(float* p, float v) { *p = v; }
@@ -227,14 +220,14 @@ cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_re
 cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
                 cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  addKernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(x, ld_x, y, ld_y, rows, cols);
+  addKernel<<<grid2(rows, cols), kThreads, 0, stream>>>(x, ld_x, y, ld_y, rows, cols);
   return cudaGetLastError();
 }
 
 cudaError_t addBias(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  addBiasKernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(out, ld_out, bias, rows, cols);
+  addBiasKernel<<<grid2(rows, cols), kThreads, 0, stream>>>(out, ld_out, bias, rows, cols);
   return cudaGetLastError();
 }
 
@@ -248,14 +241,13 @@ cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, in
 cudaError_t siluMul(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter, float* out, int64_t ld_out,
                     cudaStream_t stream) {
   if (rows * inter == 0) return cudaSuccess;
-  siluMulKernel<<<gridFor(rows * inter), kThreads, 0, stream>>>(gu, ld_gu, rows, inter, out, ld_out);
+  siluMulKernel<<<grid2(rows, inter), kThreads, 0, stream>>>(gu, ld_gu, rows, inter, out, ld_out);
   return cudaGetLastError();
 }
 
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  toBf16Kernel<<<gridFor(rows * cols), kThreads, 0, stream>>>(x, ld_x, rows, cols,
-                                                              static_cast<__nv_bfloat16*>(out));
+  toBf16Kernel<<<grid2(rows, cols), kThreads, 0, stream>>>(x, ld_x, rows, cols, static_cast<__nv_bfloat16*>(out));
   return cudaGetLastError();
 }
 

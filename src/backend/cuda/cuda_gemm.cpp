@@ -1,0 +1,67 @@
+#include "backend/cuda/cuda_gemm.h"
+
+namespace llmrt {
+
+LtGemm::~LtGemm() {
+  for (auto& [key, p] : plans_) destroy(p);
+  if (lt_) (void)cublasLtDestroy(lt_);
+}
+
+void LtGemm::destroy(Plan& p) {
+  if (p.op) (void)cublasLtMatmulDescDestroy(p.op);
+  for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c})
+    if (l) (void)cublasLtMatrixLayoutDestroy(l);
+  p = Plan{};
+}
+
+cublasStatus_t LtGemm::init() { return cublasLtCreate(&lt_); }
+
+cublasStatus_t LtGemm::run(const void* w, const void* x, float* out, int64_t m, int64_t n, int64_t k, int64_t ldc,
+                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  // Row-major out[m, n] = x W^T is column-major out^T[n, m] = W^T x^T with W stored
+  // column-major [k, n] (ld k) used transposed and x^T column-major [k, m] (ld k).
+  const uint64_t key = (static_cast<uint64_t>(m) * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(n) << 40) ^
+                       (static_cast<uint64_t>(k) << 20) ^ static_cast<uint64_t>(ldc) ^
+                       (static_cast<uint64_t>(workspace_bytes) << 8);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    if (plans_.size() > 4096) {  // many distinct batch sizes: start over
+      for (auto& [k2, p] : plans_) destroy(p);
+      plans_.clear();
+    }
+    Plan p;
+    cublasStatus_t s = cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, k, n, k);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, m, k);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, ldc);
+    cublasLtMatmulPreference_t pref = nullptr;
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                               sizeof(workspace_bytes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    if (s == CUBLAS_STATUS_SUCCESS)
+      s = cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+    if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+    if (s == CUBLAS_STATUS_SUCCESS && found == 0) s = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      destroy(p);
+      return s;
+    }
+    p.algo = result.algo;
+    p.workspace = result.workspaceSize;
+    it = plans_.emplace(key, p).first;
+  }
+  const Plan& p = it->second;
+  const float one = 1.0f, zero = 0.0f;
+  return cublasLtMatmul(lt_, p.op, &one, w, p.a, x, p.b, &zero, out, p.c, out, p.c, &p.algo, workspace,
+                        p.workspace, stream);
+}
+
+}  // namespace llmrt

@@ -1,0 +1,43 @@
+// bf16 matrix products through cuBLASLt with a plan per shape: the layouts, the
+// operation descriptor and the algorithm (cuBLASLt's heuristic, asked once) are
+// made the first time a shape is seen and reused, so a product costs one
+// cublasLtMatmul call on the host (cublasGemmEx re-runs the choice every call).
+// Choosing by timing candidates was tried and dropped: with batch sizes that
+// change every step it cost more than it won (docs/perf.md). Internal to
+// src/backend/cuda.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <unordered_map>
+
+namespace llmrt {
+
+class LtGemm {
+ public:
+  LtGemm() = default;
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  cublasStatus_t init();
+  // out[m, n] (float32, row stride ldc) = x[m, k] (bf16, contiguous) W[n, k]^T (bf16, contiguous),
+  // fp32 accumulation. `workspace` must stay valid while the product runs.
+  cublasStatus_t run(const void* w, const void* x, float* out, int64_t m, int64_t n, int64_t k, int64_t ldc,
+                     void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    size_t workspace = 0;
+  };
+  static void destroy(Plan& p);
+  cublasLtHandle_t lt_ = nullptr;
+  std::unordered_map<uint64_t, Plan> plans_;
+};
+
+}  // namespace llmrt
