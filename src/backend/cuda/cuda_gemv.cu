@@ -127,9 +127,14 @@ cudaError_t gemvBf16(const float* x, int64_t ld_x, const void* w, int64_t m, int
   if (n == 0) return cudaSuccess;
   if (!gemvSupported(x, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0) return cudaErrorInvalidValue;
   // More rows of W per warp as m grows: x is re-read from L1 once per row group.
+  // One row per warp where W has few rows (q/k/v, o, down: 4096-6144), so twice the warps
+  // keep loads in flight; two rows per warp for the wide ones (gate/up, lm_head).
+  const bool narrow = n <= 16384;
   switch (m) {
-    case 1: return launch<1, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 2: return launch<2, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 1: return narrow ? launch<1, 1>(x, ld_x, w, k, n, bias, out, ld_out, stream)
+                          : launch<1, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 2: return narrow ? launch<2, 1>(x, ld_x, w, k, n, bias, out, ld_out, stream)
+                          : launch<2, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
     case 3: return launch<3, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
     case 4: return launch<4, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
     case 5: return launch<5, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
