@@ -115,26 +115,25 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
       const int vecs = hd / kVec, total = 2 * n_valid * vecs;
       for (int e0 = threadIdx.x; e0 < total; e0 += 4 * blockDim.x) {
         uint4 raw[4];
+        float* dst[4];
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
           const int e = e0 + u * blockDim.x;
+          dst[u] = nullptr;
           if (e < total) {
             const int kv = e >= n_valid * vecs ? 1 : 0;
             const int ee = e - kv * n_valid * vecs, j = ee / vecs, c = ee % vecs;
             raw[u] = *reinterpret_cast<const uint4*>((kv ? v_rows[j] : k_rows[j]) + c * kVec);
+            dst[u] = kv ? v_s + j * hd + c * kVec : k_s + j * (hd + 1) + c * kVec;
           }
         }
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
-          const int e = e0 + u * blockDim.x;
-          if (e < total) {
-            const int kv = e >= n_valid * vecs ? 1 : 0;
-            const int ee = e - kv * n_valid * vecs, j = ee / vecs, c = ee % vecs;
+          if (dst[u]) {
             float f[kVec];
             Vec<T>::toFloat(raw[u], f);
-            float* dst = kv ? v_s + j * hd + c * kVec : k_s + j * (hd + 1) + c * kVec;
 #pragma unroll
-            for (int i = 0; i < kVec; ++i) dst[i] = f[i];
+            for (int i = 0; i < kVec; ++i) dst[u][i] = f[i];
           }
         }
       }

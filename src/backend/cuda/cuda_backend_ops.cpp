@@ -251,8 +251,8 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
                        " KV heads (a GQA group of at most 32 is supported)"));
     return;
   }
-  if (dev_.num_items > 0) {
-    cuda::DecodeAttnArgs a{};
+  // What both kernels take: the packed q/out, heads, scale, layer and the step's sequences.
+  auto common = [&](auto& a) {
     a.q = f32(q);
     a.ld_q = ld(q);
     a.out = f32(out);
@@ -260,9 +260,13 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
     a.num_heads = static_cast<int32_t>(num_heads);
     a.scale = scale;
     a.layer = static_cast<int32_t>(layer);
-    a.window = static_cast<int32_t>(sliding_window);
     a.seqs = dev_.seqs;
     a.tables = dev_.tables;
+  };
+  if (dev_.num_items > 0) {
+    cuda::DecodeAttnArgs a{};
+    common(a);
+    a.window = static_cast<int32_t>(sliding_window);
     a.items = dev_.items;
     a.num_items = dev_.num_items;
     a.splits = dev_.splits;
@@ -275,16 +279,8 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
       return;
     }
     cuda::FlashAttnArgs a{};
-    a.q = f32(q);
-    a.ld_q = ld(q);
-    a.out = f32(out);
-    a.ld_out = ld(out);
-    a.num_heads = static_cast<int32_t>(num_heads);
-    a.scale = scale;
-    a.layer = static_cast<int32_t>(layer);
+    common(a);
     a.sliding_window = static_cast<int32_t>(sliding_window);
-    a.seqs = dev_.seqs;
-    a.tables = dev_.tables;
     a.tiles = dev_.tiles;
     a.num_tiles = dev_.num_tiles;
     LLMRT_CUDA_OP_CHECK(cuda::flashAttention(primary_, kvLayout(), a, stream_));
