@@ -105,7 +105,8 @@ int64_t LlamaModel::decodeBucket(int64_t n) {
 
 Status LlamaModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows) {
   const ModelConfig& c = config_;
-  const int64_t T = std::max(max_tokens, kMaxRecordedBatch), R = std::max<int64_t>(max_logit_rows, 1);
+  // Decode steps are padded up to kMaxRecordedBatch rows, and each row has logits.
+  const int64_t T = std::max(max_tokens, kMaxRecordedBatch), R = std::max(max_logit_rows, kMaxRecordedBatch);
   const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
   const std::pair<int64_t, int64_t> shapes[] = {{T, H},      {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, 2 * I},
                                                 {T, I},      {T, H}, {R, H},          {R, H}, {R, c.vocab_size}};
@@ -136,8 +137,12 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
   slots_.resize(static_cast<size_t>(T));
   seqs_.clear();
   logit_rows_.clear();
-  inv_freq_ = rope_.inv_freq;
+  // RoPE: the model's table, or (dynamic NTK) one table per sequence, table s for sequence s.
   const bool per_seq_rope = ropeDependsOnLength(c);
+  if (per_seq_rope)
+    inv_freq_.clear();
+  else
+    inv_freq_ = rope_.inv_freq;
   int64_t row = 0;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
     const ForwardSeq& fs = batch.seqs[s];
@@ -145,17 +150,11 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
     if (static_cast<int64_t>(fs.block_table.size()) * tpb < kv_len)
       return invalidArgument("forward: sequence " + std::to_string(s) + " has " + std::to_string(fs.block_table.size()) +
                              " blocks for " + std::to_string(kv_len) + " tokens");
-    int32_t table = 0;
     if (per_seq_rope) {
-      if (s > 0) {
-        const RopeTable rt = computeRopeTable(c, kv_len);
-        table = static_cast<int32_t>(inv_freq_.size() / rope_.inv_freq.size());
-        inv_freq_.insert(inv_freq_.end(), rt.inv_freq.begin(), rt.inv_freq.end());
-      } else {
-        inv_freq_ = computeRopeTable(c, kv_len).inv_freq;
-      }
+      const RopeTable rt = computeRopeTable(c, kv_len);
+      inv_freq_.insert(inv_freq_.end(), rt.inv_freq.begin(), rt.inv_freq.end());
     }
-    seqs_.push_back(StepSeq{row, fs.num_new, kv_len, fs.block_table, table});
+    seqs_.push_back(StepSeq{row, fs.num_new, kv_len, fs.block_table, per_seq_rope ? static_cast<int32_t>(s) : 0});
     for (int64_t i = 0; i < fs.num_new; ++i) {
       const int64_t pos = fs.num_cached + i;
       positions_[static_cast<size_t>(row + i)] = static_cast<int32_t>(pos);
@@ -170,10 +169,10 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
     token_ids_.push_back(0);
     positions_.push_back(0);
     slots_.push_back(-1);
-    seqs_.push_back(StepSeq{r, 1, 1, std::span<const int32_t>(kPadTable, 1), 0});
-    logit_rows_.push_back(r);
     if (per_seq_rope) inv_freq_.insert(inv_freq_.end(), rope_.inv_freq.begin(), rope_.inv_freq.end());
-    if (per_seq_rope) seqs_.back().rope_table = static_cast<int32_t>(seqs_.size() - 1);
+    seqs_.push_back(StepSeq{r, 1, 1, std::span<const int32_t>(kPadTable, 1),
+                            per_seq_rope ? static_cast<int32_t>(seqs_.size()) : 0});
+    logit_rows_.push_back(r);
   }
   const int64_t R = static_cast<int64_t>(logit_rows_.size());
 
@@ -209,9 +208,9 @@ void LlamaModel::run(int64_t T, int64_t R) {
   TensorView gate_up = backend_.scratch(4, T, 2 * I);
   TensorView act = backend_.scratch(5, T, I);
   TensorView tmp = backend_.scratch(6, T, H);
-  TensorView last = backend_.scratch(7, std::max<int64_t>(R, 1), H);
-  TensorView last_norm = backend_.scratch(8, std::max<int64_t>(R, 1), H);
-  TensorView logits = backend_.scratch(9, std::max<int64_t>(R, 1), c.vocab_size);
+  TensorView last = backend_.scratch(7, R, H);
+  TensorView last_norm = backend_.scratch(8, R, H);
+  TensorView logits = backend_.scratch(9, R, c.vocab_size);
   TensorView q = columns(qkv, 0, Q), k = columns(qkv, Q, KV), v = columns(qkv, Q + KV, KV);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = static_cast<float>(c.rms_norm_eps);
@@ -237,9 +236,6 @@ void LlamaModel::run(int64_t T, int64_t R) {
       backend_.add(x, tmp);
   }
   if (R == 0) return;
-  last.shape = Shape{R, H};
-  last_norm.shape = Shape{R, H};
-  logits.shape = Shape{R, c.vocab_size};
   backend_.gatherLogitRows(x, last);
   backend_.rmsNorm(last, final_norm_, eps, last_norm);
   backend_.linear(last_norm, lm_head_, nullptr, logits);

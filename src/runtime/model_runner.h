@@ -58,8 +58,8 @@ class ModelRunner {
   KvCacheManager& kv_;
   std::vector<TokenId> eos_ids_;
   Sampler sampler_;
-  std::vector<float> host_logits_;
-  std::vector<int32_t> argmax_;  // this step's logits, copied from the backend
+  std::vector<float> host_logits_;  // this step's logits, copied from the backend
+  std::vector<int32_t> argmax_;     // this step's greedy tokens, from Backend::argmaxRows
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;
 };

@@ -7,25 +7,7 @@ set -u
 bin=$1
 shared=$2
 model=$shared/models/stories260K-hf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-# expect CODE PATTERN -- command...: exit code CODE and PATTERN in stderr+stdout.
-expect() {
-  local code=$1 pattern=$2
-  shift 3
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [[ $rc -eq $code ]] && grep -qE -- "$pattern" <<<"$out"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "FAIL: $* -> exit $rc (want $code), output: $(head -c 400 <<<"$out")"
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 expect 2 "subcommand" -- "$bin"
 expect 2 "bogus|required" -- "$bin" generate --bogus

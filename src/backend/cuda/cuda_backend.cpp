@@ -109,8 +109,7 @@ CudaBackend::~CudaBackend() {
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) (void)cudaFree(b.ptr);
   for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_}) (void)cudaFree(b->ptr);
-  (void)cudaFreeHost(pinned_);
-  (void)cudaFreeHost(argmax_host_);
+  for (Buffer* b : {&pinned_meta_, &argmax_host_}) (void)cudaFreeHost(b->ptr);
   if (meta_copied_) (void)cudaEventDestroy(meta_copied_);
   (void)cudaFree(primary_);
   (void)cudaFreeHost(secondary_);
@@ -155,15 +154,14 @@ bool CudaBackend::reserve(Buffer& b, size_t bytes) {
   return true;
 }
 
-Status CudaBackend::reservePinned(size_t bytes) {
-  if (pinned_bytes_ >= bytes) return Status::ok();
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(meta_copied_));  // nothing reads the old one any more
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(pinned_));
-  pinned_ = nullptr;
-  pinned_bytes_ = 0;
-  const size_t want = std::max(bytes + bytes / 2, size_t{1} << 20);
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&pinned_, want, cudaHostAllocDefault));
-  pinned_bytes_ = want;
+Status CudaBackend::reservePinned(Buffer& b, size_t bytes) {
+  if (b.bytes >= bytes) return Status::ok();
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // nothing reads the old one any more
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(b.ptr));
+  b = Buffer{};
+  const size_t want = std::max(bytes + bytes / 2, size_t{1} << 16);
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&b.ptr, want, cudaHostAllocDefault));
+  b.bytes = want;
   return Status::ok();
 }
 
@@ -176,8 +174,8 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (failed()) return error_;
   if (max_tokens < 1 || max_width < 1) return invalidArgument("reserveWorkspace: sizes must be positive");
   if (options_.weight_dtype == DType::kBF16) reserve(bf16_x_, static_cast<size_t>(max_tokens * max_width) * 2);
-  if (!reserve(argmax_, static_cast<size_t>(max_tokens) * sizeof(int32_t))) return error_;
-  return error_;
+  reserve(argmax_, static_cast<size_t>(max_tokens) * sizeof(int32_t));
+  return error_;  // set by a failed reserve
 }
 
 void CudaBackend::recordOrReplay(uint64_t key, const std::function<void()>& body) {
@@ -207,14 +205,19 @@ void CudaBackend::recordOrReplay(uint64_t key, const std::function<void()>& body
     if (end == cudaSuccess && !failed()) inst = cudaGraphInstantiate(&exec, graph, 0);
     if (graph) (void)cudaGraphDestroy(graph);
     if (end != cudaSuccess || inst != cudaSuccess || failed()) {
-      // Recording failed (nothing ran): report it and stop recording; this step fails,
-      // later steps run op by op.
+      // Recording failed (nothing ran; e.g. a buffer had to grow): that is no device fault,
+      // so stop recording, forget the error and run this step op by op. A real fault shows
+      // again in the op-by-op run and is kept there.
+      const std::string why = failed() ? error_.message()
+                                       : cudaStatus(end != cudaSuccess ? end : inst,
+                                                    end != cudaSuccess ? "cudaStreamEndCapture" : "cudaGraphInstantiate",
+                                                    __FILE__, __LINE__)
+                                             .message();
+      LLMRT_LOG_WARNING("CUDA backend: recording a step failed (%s); steps run op by op from now on", why.c_str());
       use_graphs_ = false;
-      if (!failed()) {
-        const cudaError_t e = end != cudaSuccess ? end : inst;
-        fail(cudaStatus(e, end != cudaSuccess ? "cudaStreamEndCapture" : "cudaGraphInstantiate", __FILE__, __LINE__));
-      }
+      error_ = Status::ok();
       (void)cudaGetLastError();
+      body();
       return;
     }
     it = graphs_.emplace(k, exec).first;
@@ -230,25 +233,17 @@ Status CudaBackend::argmaxRows(const TensorView& logits, int32_t* out) {
   const int64_t rows = viewRows(logits), vocab = viewCols(logits);
   if (rows == 0) return Status::ok();
   if (!reserve(argmax_, static_cast<size_t>(rows) * sizeof(int32_t))) return error_;
-  if (argmax_host_rows_ < static_cast<size_t>(rows)) {
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(argmax_host_));
-    argmax_host_ = nullptr;
-    argmax_host_rows_ = 0;
-    LLMRT_CUDA_RETURN_IF_ERROR(
-        cudaHostAlloc(reinterpret_cast<void**>(&argmax_host_), static_cast<size_t>(rows) * 4, cudaHostAllocDefault));
-    argmax_host_rows_ = static_cast<size_t>(rows);
-  }
+  LLMRT_RETURN_IF_ERROR(reservePinned(argmax_host_, static_cast<size_t>(rows) * sizeof(int32_t)));
   {
     OpScope scope(this, [&] { return std::string("argmax"); });
     LLMRT_CUDA_RETURN_IF_ERROR(cuda::argmaxRows(static_cast<const float*>(logits.data), viewRowStride(logits), rows,
                                                 vocab, static_cast<int32_t*>(argmax_.ptr), stream_));
   }
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_, argmax_.ptr, static_cast<size_t>(rows) * 4,
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_.ptr, argmax_.ptr, static_cast<size_t>(rows) * 4,
                                              cudaMemcpyDeviceToHost, stream_));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // faults of the step surface here
   collectProfile();
-  std::memcpy(out, argmax_host_, static_cast<size_t>(rows) * 4);
+  std::memcpy(out, argmax_host_.ptr, static_cast<size_t>(rows) * 4);
   return Status::ok();
 }
 

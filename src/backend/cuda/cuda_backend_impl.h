@@ -6,8 +6,8 @@
 // lists) is packed by beginStep into a pinned host buffer and uploaded with one
 // asynchronous copy into a device buffer the ops read. recordOrReplay captures
 // a step's ops into a CUDA graph per (key, layout) and replays it; any buffer
-// reallocation drops the graphs (their pointers would dangle). Ops return void (the Backend interface): the
-// first CUDA error is kept in `error_` (with file and line), later ops are
+// reallocation drops the graphs (their pointers would dangle). Ops return void
+// (the Backend interface): the first CUDA error is kept in `error_` (with file and line), later ops are
 // skipped, and the next call that returns a Status (copyToHost, copyKvBlocks,
 // ...) reports it.
 #pragma once
@@ -20,13 +20,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backend/step.h"
-
 #include "backend/backend.h"
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_gemm.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_profiler.h"
+#include "backend/step.h"
 
 namespace llmrt {
 
@@ -137,8 +136,9 @@ class CudaBackend final : public Backend {
   bool failed() const { return !error_.isOk(); }
   // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure.
   bool reserve(Buffer& b, size_t bytes);
-  // Grows the pinned staging buffer, after the copy reading it has finished.
-  Status reservePinned(size_t bytes);
+  // Grows `b` (pinned host memory) to at least `bytes`, after the work in flight, which may
+  // read it, has finished.
+  Status reservePinned(Buffer& b, size_t bytes);
   void dropGraphs();
   cuda::KvLayout kvLayout() const;
   // Key splits for `items` decode rows whose longest visible context is `max_keys`.
@@ -157,16 +157,14 @@ class CudaBackend final : public Backend {
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   Buffer partial_;    // split-key attention partial states
   Buffer argmax_;     // argmax ids on the device
-  int32_t* argmax_host_ = nullptr;  // pinned
-  size_t argmax_host_rows_ = 0;
+  Buffer argmax_host_;  // pinned: the ids on their way to the caller
 
   // Step metadata: packed on the host (pinned), uploaded in one copy.
   HostStep step_;
   std::vector<int2> items_, tiles_;
   Buffer meta_;
-  void* pinned_ = nullptr;
-  size_t pinned_bytes_ = 0;
-  cudaEvent_t meta_copied_ = nullptr;  // the last upload has read `pinned_`
+  Buffer pinned_meta_;                 // pinned: the packed step on its way to meta_
+  cudaEvent_t meta_copied_ = nullptr;  // the last upload has read `pinned_meta_`
   DeviceStep dev_;
   uint64_t step_layout_ = 0;  // hash of what fixes the ops' arguments for a step shape
 

@@ -82,9 +82,9 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   const size_t bytes = pk.size();
 
   if (!reserve(meta_, std::max(bytes, size_t{1} << 20))) return error_;
-  LLMRT_RETURN_IF_ERROR(reservePinned(bytes));
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(meta_copied_));  // the previous upload has read pinned_
-  auto* base = static_cast<uint8_t*>(pinned_);
+  LLMRT_RETURN_IF_ERROR(reservePinned(pinned_meta_, bytes));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(meta_copied_));  // the previous upload has read it
+  auto* base = static_cast<uint8_t*>(pinned_meta_.ptr);
   auto put = [&](size_t off, const void* src, size_t n) {
     if (n) std::memcpy(base + off, src, n);
   };
@@ -103,7 +103,7 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   put(o_tiles, tiles_.data(), tiles_.size() * sizeof(int2));
   put(o_inv, step_.inv_freq.data(), step_.inv_freq.size() * sizeof(float));
   put(o_tables, step_.tables.data(), step_.tables.size() * sizeof(int32_t));
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(meta_.ptr, pinned_, bytes, cudaMemcpyHostToDevice, stream_));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(meta_.ptr, pinned_meta_.ptr, bytes, cudaMemcpyHostToDevice, stream_));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(meta_copied_, stream_));
 
   auto* d = static_cast<uint8_t*>(meta_.ptr);
@@ -182,7 +182,9 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
   if (m == 0) return;
   OpScope scope(this, [&] {
     const bool gemv = w.dtype == DType::kBF16 && use_gemv_ && cuda::gemvSupported(f32(x), ld(x), m, k);
-    return strprintf("linear %s m=%lld n=%lld k=%lld", gemv ? "gemv" : "cublasLt", static_cast<long long>(m > 8 ? (m + 511) / 512 * 512 : m),
+    int64_t bucket = 1;  // rows as a power-of-two bucket, so one line covers a range of batch sizes
+    while (bucket < m) bucket *= 2;
+    return strprintf("linear %s m<=%lld n=%lld k=%lld", gemv ? "gemv" : "cublasLt", static_cast<long long>(bucket),
                      static_cast<long long>(n), static_cast<long long>(k));
   });
   const float one = 1.0f, zero = 0.0f;
