@@ -567,6 +567,27 @@ TEST_P(BackendOps, RecordedStepReplaysWithNewInputs) {
   }
 }
 
+// A recording that cannot complete (here: a buffer must grow inside it) costs no
+// step: the body runs op by op, the backend stays usable, recording turns off.
+TEST_P(BackendOps, FailedRecordingRunsTheStepOpByOp) {
+  if (!gpu_->canRecord()) GTEST_SKIP() << "recording disabled (LLMRT_CUDA_DISABLE)";
+  const int64_t rows = 3, cols = 4099;
+  beginPlain(rows);
+  std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_);
+  std::vector<float> y = randomVec(static_cast<size_t>(rows * cols), rng_);
+  auto [xc, xg] = put(0, rows, cols, x);
+  auto [yc, yg] = put(1, rows, cols, y);
+  cpu_->add(xc, yc);
+  TensorView grown;
+  gpu_->recordOrReplay(7, [&] {
+    grown = gpu_->scratch(11, rows, cols);  // slot 11 is new: it must be allocated
+    gpu_->add(xg, yg);
+  });
+  EXPECT_FALSE(gpu_->canRecord());
+  ASSERT_NE(grown.data, nullptr);
+  expectClose(get(*gpu_, xg), get(*cpu_, xc), 0.0, 0.0, "add after a failed recording");
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, BackendOps,
                          ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},
                                            Mode{DType::kBF16, DType::kF32, "bf16_weights"},
