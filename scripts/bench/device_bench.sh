@@ -18,6 +18,8 @@
 #   SKIP_REF=1                skip gpu_reference.py entirely (no floors then)
 #   SKIP_HF=1                 gpu_reference.py without HF transformers (copy + GEMM only)
 #   SKIP_LONG=1               skip throughput 256 x 1000/1000
+#   ABLATE [0]                1 = "graphs gemv flash", or a list of LLMRT_CUDA_DISABLE switches to compare
+#   PROFILE=1                 per-op GPU times (graphs off)
 #   TP_MAX_BATCH [512]  TP_MAX_NUM_TOKENS [8192]   throughput steps' --max-batch-size / --max-num-tokens
 #   KV_FRACTION               --kv-cache-free-gpu-memory-fraction for every llmrt-bench step
 #   BENCH_FLAGS               extra flags appended to every llmrt-bench command
@@ -163,15 +165,26 @@ else
       --warmup 0 --iters 1
     LLMRT_CUDA_PROFILE=1 bench profile_prefill_2048 "${T_PRE:-90}" prefill --input-len 2048 --warmup 0 --iters 2
   fi
-  if [[ ${ABLATE:-0} == 1 ]]; then
-    # Peers inside llmrt: the same decode with CUDA graphs off, and with cuBLAS instead of the
-    # matrix-vector kernel (LLMRT_CUDA_DISABLE, see docs/cuda-backend.md).
-    LLMRT_CUDA_DISABLE=graphs bench latency_128_128_nographs "${T_LAT:-120}" latency --input-len 128 \
-      --output-len 128 --warmup 2 --iters 3
-    LLMRT_CUDA_DISABLE=gemv bench latency_128_128_nogemv "${T_LAT:-120}" latency --input-len 128 \
-      --output-len 128 --warmup 2 --iters 3
-    LLMRT_CUDA_DISABLE=flash bench prefill_2048_noflash "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 --iters 3
-  fi
+  # Peers inside llmrt: the same step with one optimisation switched off (LLMRT_CUDA_DISABLE, see
+  # docs/cuda-backend.md). ABLATE=1 is "graphs gemv flash"; ABLATE="pdl bf16act" names them.
+  ablate=${ABLATE:-0}
+  [[ $ablate == 1 ]] && ablate="graphs gemv flash"
+  [[ $ablate == 0 ]] && ablate=""
+  for off in $ablate; do
+    case $off in
+      graphs | gemv | pdl)
+        LLMRT_CUDA_DISABLE=$off bench "latency_128_128_no$off" "${T_LAT:-120}" latency --input-len 128 \
+          --output-len 128 --warmup 2 --iters 3
+        [[ $off == pdl ]] && LLMRT_CUDA_DISABLE=$off bench "latency_2048_128_no$off" "${T_LAT:-120}" latency \
+          --input-len 2048 --output-len 128 --warmup 2 --iters 3
+        ;;
+      flash | bf16act)
+        LLMRT_CUDA_DISABLE=$off bench "prefill_2048_no$off" "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 \
+          --iters 3
+        ;;
+      *) note "ABLATE: unknown switch $off" ;;
+    esac
+  done
   if [[ ${SKIP_LONG:-0} != 1 ]]; then
     bench throughput_256x1000x1000 "${T_TP_LONG:-300}" throughput --num-requests 256 --input-len 1000 \
       --output-len 1000 --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens"

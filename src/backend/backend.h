@@ -91,16 +91,25 @@ class Backend {
   virtual uint64_t weightBytes() const = 0;
 
   // ---- activations ----------------------------------------------------------
-  // Returns a F32 scratch tensor [rows, cols] in the backend's memory; `slot`
-  // names a buffer reused across calls (grown when too small).
-  virtual TensorView scratch(int slot, int64_t rows, int64_t cols) = 0;
+  // Returns a scratch tensor [rows, cols] of `dtype` in the backend's memory; `slot`
+  // names a buffer reused across calls (grown when too small). Every backend
+  // supports F32; other dtypes only where activationDtype() names them (else the
+  // view's data is null).
+  virtual TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) = 0;
+  // The dtype the model may use for the inputs of its products and what feeds
+  // them: normed rows (rmsNorm/addRmsNorm out), siluMul in/out, attention out and
+  // linear in/out. The residual stream, q/k/v, logits and every other operand stay
+  // F32. The CPU reference is F32 throughout; the CUDA backend uses BF16 with bf16
+  // weights (what the tensor cores read), halving that traffic.
+  virtual DType activationDtype() const { return DType::kF32; }
 
   // ---- host transfers -------------------------------------------------------
-  // Copies a F32 2-D view (rows may be strided) of this backend's memory to
-  // `dst`, row after row ([rows * cols] floats). Waits until the data is on the host.
+  // Copies a 2-D view (rows may be strided; F32, or activationDtype()) of this
+  // backend's memory to `dst` as floats, row after row ([rows * cols] floats).
+  // Waits until the data is on the host.
   virtual Status copyToHost(const TensorView& src, float* dst) = 0;
-  // Copies `src` ([rows * cols] floats, row after row) into a F32 2-D view of
-  // this backend's memory.
+  // Copies `src` ([rows * cols] floats, row after row) into a 2-D view (F32, or
+  // activationDtype(), rounded) of this backend's memory.
   virtual Status copyFromHost(const float* src, TensorView dst) = 0;
 
   // ---- KV cache pools -------------------------------------------------------

@@ -12,7 +12,7 @@ namespace {
 // Columns [begin, begin + n) of a row-major 2-D view, as a strided view.
 TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
   TensorView v = t;
-  v.data = t.as<float>() + begin;
+  v.data = static_cast<char*>(t.data) + begin * static_cast<int64_t>(dtypeSize(t.dtype));
   v.shape = Shape{t.shape[0], n};
   v.strides = Shape{t.strides[0], 1};
   return v;
@@ -95,6 +95,16 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
   return Status::ok();
 }
 
+DType LlamaModel::slotDtype(int slot) const {
+  // Slots 1 (normed input), 3 (attention output), 4 (gate|up), 5 (SiLU·mul) and 8 (final norm)
+  // only feed products: the backend's activation dtype. The residual stream (0, 6, 7), q/k/v
+  // (2, rotated and attended in float32) and the logits (9) stay F32.
+  switch (slot) {
+    case 1: case 3: case 4: case 5: case 8: return backend_.activationDtype();
+    default: return DType::kF32;
+  }
+}
+
 int64_t LlamaModel::decodeBucket(int64_t n) {
   static constexpr int64_t kBuckets[] = {1,  2,  3,   4,   6,   8,   12,  16,  24,  32,  48,  64,
                                          96, 128, 160, 192, 224, 256, 320, 384, 448, 512};
@@ -111,7 +121,7 @@ Status LlamaModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows
   const std::pair<int64_t, int64_t> shapes[] = {{T, H},      {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, 2 * I},
                                                 {T, I},      {T, H}, {R, H},          {R, H}, {R, c.vocab_size}};
   for (int slot = 0; slot < static_cast<int>(std::size(shapes)); ++slot)
-    if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second).data == nullptr)
+    if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second, slotDtype(slot)).data == nullptr)
       return resourceExhausted("cannot allocate activation buffer " + std::to_string(slot) + " [" +
                                std::to_string(shapes[slot].first) + ", " + std::to_string(shapes[slot].second) + "]");
   return backend_.reserveWorkspace(T, std::max({H, I, Q}));
@@ -201,16 +211,17 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
 void LlamaModel::run(int64_t T, int64_t R) {
   const ModelConfig& c = config_;
   const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
-  TensorView x = backend_.scratch(0, T, H);
-  TensorView h = backend_.scratch(1, T, H);
-  TensorView qkv = backend_.scratch(2, T, Q + 2 * KV);
-  TensorView attn_out = backend_.scratch(3, T, Q);
-  TensorView gate_up = backend_.scratch(4, T, 2 * I);
-  TensorView act = backend_.scratch(5, T, I);
-  TensorView tmp = backend_.scratch(6, T, H);
-  TensorView last = backend_.scratch(7, R, H);
-  TensorView last_norm = backend_.scratch(8, R, H);
-  TensorView logits = backend_.scratch(9, R, c.vocab_size);
+  auto buf = [&](int slot, int64_t rows, int64_t cols) { return backend_.scratch(slot, rows, cols, slotDtype(slot)); };
+  TensorView x = buf(0, T, H);
+  TensorView h = buf(1, T, H);
+  TensorView qkv = buf(2, T, Q + 2 * KV);
+  TensorView attn_out = buf(3, T, Q);
+  TensorView gate_up = buf(4, T, 2 * I);
+  TensorView act = buf(5, T, I);
+  TensorView tmp = buf(6, T, H);
+  TensorView last = buf(7, R, H);
+  TensorView last_norm = buf(8, R, H);
+  TensorView logits = buf(9, R, c.vocab_size);
   TensorView q = columns(qkv, 0, Q), k = columns(qkv, Q, KV), v = columns(qkv, Q + KV, KV);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = static_cast<float>(c.rms_norm_eps);

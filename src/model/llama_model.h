@@ -43,6 +43,8 @@ class LlamaModel {
   static int64_t decodeBucket(int64_t n);
 
  private:
+  // The dtype of activation buffer `slot` (see run()).
+  DType slotDtype(int slot) const;
   struct Layer {
     TensorView input_norm, post_norm;
     TensorView qkv_w, qkv_b;  // fused [q | k | v] rows; qkv_b empty when no bias

@@ -161,10 +161,13 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
   bool bf16Kv() const { return GetParam().kv == DType::kBF16 && GetParam().weight == DType::kBF16; }
 
   // Scratch `slot` of both backends, filled with `data` (GPU side poisoned first when data is empty).
-  std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols,
-                                        const std::vector<float>& data) {
-    TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols);
+  // With gpu_dtype BF16 the GPU view is bf16 and both backends get the data rounded to bf16.
+  std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols, const std::vector<float>& data,
+                                        DType gpu_dtype = DType::kF32) {
+    TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols, gpu_dtype);
+    EXPECT_NE(g.data, nullptr);
     std::vector<float> fill = data.empty() ? std::vector<float>(static_cast<size_t>(rows * cols), NAN) : data;
+    if (gpu_dtype == DType::kBF16) roundToBf16(fill);
     EXPECT_TRUE(cpu_->copyFromHost(fill.data(), c).isOk());
     EXPECT_TRUE(gpu_->copyFromHost(fill.data(), g).isOk());
     return {c, g};
@@ -474,8 +477,15 @@ TEST_P(BackendOps, PagedAttention) {
         gpu_->attention(layer, columns(qg, 0, Q), c.heads, c.window, scale, og);
         // bf16 cache: context chunks of head_dim 64/128 run on tensor cores with q rounded to bf16.
         const bool flash = bf16Kv() && (c.head_dim == 64 || c.head_dim == 128) && specs == &mixed;
-        expectClose(get(*gpu_, og), get(*cpu_, oc), flash ? 5e-3 : 1e-5, flash ? 3e-2 : 5e-5,
+        const std::vector<float> ref = get(*cpu_, oc);
+        expectClose(get(*gpu_, og), ref, flash ? 5e-3 : 1e-5, flash ? 3e-2 : 5e-5,
                     "attention layer " + std::to_string(layer));
+        if (gpu_->activationDtype() == DType::kBF16) {  // the output rounded to bf16 as well
+          TensorView ob = gpu_->scratch(5, rows, Q, DType::kBF16);
+          gpu_->attention(layer, columns(qg, 0, Q), c.heads, c.window, scale, ob);
+          expectClose(get(*gpu_, ob), ref, flash ? 6e-3 : 3e-3, flash ? 3e-2 : 1e-2,
+                      "attention (bf16 out) layer " + std::to_string(layer));
+        }
       }
     }
   }
@@ -499,6 +509,72 @@ TEST_P(BackendOps, Argmax) {
   const int32_t row0 = static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
   EXPECT_EQ(ids, (std::vector<int32_t>{row0, 777, 49999, -1, -1}));
   EXPECT_FALSE(cpu_->hasArgmax());
+}
+
+// The products' operands in bf16 (activationDtype() with bf16 weights): normed rows,
+// product inputs and outputs, SiLU·mul. The CPU computes in float32 on the same
+// bf16-rounded inputs; a bf16 output differs from it by its rounding (2^-9 relative).
+TEST_P(BackendOps, Bf16Activations) {
+  if (gpu_->activationDtype() != DType::kBF16) GTEST_SKIP() << "activations are float32 in this mode";
+  constexpr DType kB = DType::kBF16, kF = DType::kF32;
+  for (int64_t rows : {1, 5, 40}) {
+    for (int64_t cols : {64, 4104}) {
+      const std::string what = std::to_string(rows) + "x" + std::to_string(cols);
+      std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_, 3.0f);
+      std::vector<float> res = randomVec(static_cast<size_t>(rows * cols), rng_);
+      auto [wc, wg] = weight(randomVec(static_cast<size_t>(cols), rng_), Shape{cols});
+      auto [xc, xg] = put(0, rows, cols, x);
+      auto [oc, og] = put(1, rows, cols, {}, kB);
+      cpu_->rmsNorm(xc, wc, 1e-5f, oc);
+      gpu_->rmsNorm(xg, wg, 1e-5f, og);
+      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "rmsNorm -> bf16 " + what);
+      auto [rc, rg] = put(2, rows, cols, res);
+      cpu_->addRmsNorm(rc, xc, wc, 1e-6f, oc);
+      gpu_->addRmsNorm(rg, xg, wg, 1e-6f, og);
+      expectClose(get(*gpu_, rg), get(*cpu_, rc), 0.0, 0.0, "addRmsNorm residual " + what);
+      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "addRmsNorm -> bf16 " + what);
+    }
+  }
+  struct Case {
+    int64_t m, k, n;
+    bool bias;
+  };
+  // m <= 8: the matrix-vector kernel (bf16 x read directly); larger m: cuBLASLt with a bf16 or f32 output.
+  for (const Case& c : {Case{1, 64, 3, false}, Case{3, 1000, 701, true}, Case{8, 1024, 129, true},
+                        Case{37, 256, 512, true}, Case{64, 4096, 96, false}, Case{130, 136, 72, true}}) {
+    for (DType xd : {kB, kF}) {
+      for (DType od : {kB, kF}) {
+        const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
+                                 " x " + std::string(dtypeName(xd)) + " out " + std::string(dtypeName(od));
+        std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
+        std::vector<float> w = randomVec(static_cast<size_t>(c.n * c.k), rng_, 0.05f);
+        roundToBf16(x);
+        roundToBf16(w);
+        auto [wc, wg] = weight(w, Shape{c.n, c.k});
+        auto [bc, bg] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
+        auto [xc, xg] = put(0, c.m, c.k, x, xd);
+        auto [oc_full, og_full] = put(1, c.m, c.n + 8, {}, od);  // a column slice, as q/k/v are
+        TensorView oc = columns(oc_full, 8, c.n), og = columns(og_full, 8, c.n);
+        cpu_->linear(xc, wc, c.bias ? &bc : nullptr, oc);
+        gpu_->linear(xg, wg, c.bias ? &bg : nullptr, og);
+        expectClose(get(*gpu_, og), get(*cpu_, oc), od == kB ? 3e-3 : 1e-5, od == kB ? 2e-2 : 1e-4,
+                    "linear " + what);
+      }
+    }
+  }
+  const int64_t rows = 13, inter = 173;
+  auto [guc, gug] = put(3, rows, 2 * inter, randomVec(static_cast<size_t>(rows * 2 * inter), rng_, 4.0f), kB);
+  auto [sc, sg] = put(4, rows, inter, {}, kB);
+  cpu_->siluMul(guc, sc);
+  gpu_->siluMul(gug, sg);
+  expectClose(get(*gpu_, sg), get(*cpu_, sc), 3e-3, 4e-2, "siluMul bf16 -> bf16");
+  // An operand of another dtype fails the backend with a message naming the op.
+  TensorView bad = gpu_->scratch(6, rows, inter, kB);
+  gpu_->add(bad, bad);
+  std::vector<float> sink(static_cast<size_t>(rows * inter));
+  const Status st = gpu_->copyToHost(sg, sink.data());
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.toString().find("add x"), std::string::npos) << st.toString();
 }
 
 // A recorded step (CUDA graph) replayed with new step inputs computes what the

@@ -75,7 +75,8 @@ Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, con
   return TensorView(weights_.back().data(), DType::kF32, shape);
 }
 
-TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols) {
+TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype) {
+  if (dtype != DType::kF32) return TensorView(nullptr, dtype, Shape{rows, cols});  // F32 only (activationDtype)
   if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);
   auto& buf = scratch_[static_cast<size_t>(slot)];
   const size_t need = static_cast<size_t>(rows * cols);

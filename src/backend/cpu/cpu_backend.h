@@ -26,7 +26,7 @@ class CpuBackend final : public Backend {
 
   Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
   uint64_t weightBytes() const override { return weight_bytes_; }
-  TensorView scratch(int slot, int64_t rows, int64_t cols) override;
+  TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   Status copyToHost(const TensorView& src, float* dst) override;
   Status copyFromHost(const float* src, TensorView dst) override;
 

@@ -21,6 +21,7 @@
 
 #include "backend/cuda/cuda_flash_attention.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_pdl.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -55,12 +56,22 @@ struct Vec<__nv_bfloat16> {
   }
 };
 
+// out[i] = v in the output's dtype.
+__device__ __forceinline__ void storeOut(const DecodeAttnArgs& a, int64_t i, float v) {
+  if (a.out_dtype == DType::kBF16)
+    static_cast<__nv_bfloat16*>(a.out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(a.out)[i] = v;
+}
+
 __device__ __forceinline__ float toF(float v) { return v; }
 __device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 // kPerLane: output features per lane (head_dim <= 32 * kPerLane).
 template <typename T, int kPerLane>
 __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a) {
+  pdlWait();
+  pdlLaunchDependents();
   extern __shared__ float smem[];
   __shared__ const T* k_rows[kTile];
   __shared__ const T* v_rows[kTile];
@@ -178,11 +189,11 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   const int head = kvh * group + warp;
   if (a.splits == 1) {
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    float* o = a.out + static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * hd;
+    const int64_t o = static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * hd;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int d = lane + 32 * i;
-      if (d < hd) o[d] = acc[i] * inv;
+      if (d < hd) storeOut(a, o + d, acc[i] * inv);
     }
     return;
   }
@@ -200,6 +211,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
 
 // One CTA per (item, head): combines the splits' partial states.
 __global__ void mergeKernel(DecodeAttnArgs a, int hd) {
+  pdlWait();
+  pdlLaunchDependents();
   const int head = blockIdx.y;
   const float* part = a.partial + (static_cast<int64_t>(blockIdx.x) * a.num_heads + head) * a.splits * (hd + 2);
   float big = -INFINITY;
@@ -210,14 +223,14 @@ __global__ void mergeKernel(DecodeAttnArgs a, int hd) {
     if (mz != -INFINITY) denom += part[z * (hd + 2) + hd + 1] * expf(mz - big);
   }
   const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
-  float* o = a.out + static_cast<int64_t>(a.items[blockIdx.x].x) * a.ld_out + static_cast<int64_t>(head) * hd;
+  const int64_t o = static_cast<int64_t>(a.items[blockIdx.x].x) * a.ld_out + static_cast<int64_t>(head) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float s = 0.0f;
     for (int z = 0; z < a.splits; ++z) {
       const float mz = part[z * (hd + 2) + hd];
       if (mz != -INFINITY) s += part[z * (hd + 2) + d] * expf(mz - big);
     }
-    o[d] = s * inv;
+    storeOut(a, o + d, s * inv);
   }
 }
 
@@ -230,11 +243,11 @@ cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a,
   const size_t smem = smemBytes(group, g.head_dim);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
-  decodeKernel<T, kPerLane><<<grid, group * 32, smem, stream>>>(static_cast<const T*>(pool), g, a);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || a.splits == 1) return e;
+  const cudaError_t launched =
+      launchPdl(decodeKernel<T, kPerLane>, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
+  if (launched != cudaSuccess || a.splits == 1) return launched;
   const dim3 mgrid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(a.num_heads));
-  mergeKernel<<<mgrid, g.head_dim >= 128 ? 128 : 64, 0, stream>>>(a, static_cast<int>(g.head_dim));
-  return cudaGetLastError();
+  return launchPdl(mergeKernel, mgrid, g.head_dim >= 128 ? 128 : 64, 0, stream, a, static_cast<int>(g.head_dim));
 }
 
 template <typename T>

@@ -74,7 +74,8 @@ class CudaBackend final : public Backend {
 
   Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
   uint64_t weightBytes() const override { return weight_bytes_; }
-  TensorView scratch(int slot, int64_t rows, int64_t cols) override;
+  TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
+  DType activationDtype() const override { return activation_dtype_; }
   Status copyToHost(const TensorView& src, float* dst) override;
   Status copyFromHost(const float* src, TensorView dst) override;
 
@@ -134,6 +135,9 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
   void fail(Status s);
   bool failed() const { return !error_.isOk(); }
+  // An op's operand of an unsupported dtype fails the backend (as a CUDA error would).
+  bool checkDtypes(const char* what, const TensorView& t, DType want);
+  bool checkActivation(const char* what, const TensorView& t);  // F32 or BF16
   // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure.
   bool reserve(Buffer& b, size_t bytes);
   // Grows `b` (pinned host memory) to at least `bytes`, after the work in flight, which may
@@ -192,6 +196,8 @@ class CudaBackend final : public Backend {
   bool use_graphs_ = true;
   bool use_gemv_ = true;
   bool use_flash_ = true;
+  // Inputs of the products (normed rows, SiLU·mul, attention output) in bf16 when the weights are bf16.
+  DType activation_dtype_ = DType::kF32;
   bool capturing_ = false;
   uint64_t alloc_epoch_ = 0;  // bumped by every (re)allocation of a buffer ops read
   uint64_t graph_epoch_ = 0;

@@ -35,6 +35,18 @@ uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ull + (h >>
 
 }  // namespace
 
+bool CudaBackend::checkDtypes(const char* what, const TensorView& t, DType want) {
+  if (t.dtype == want) return true;
+  fail(invalidArgument(std::string(what) + ": dtype " + std::string(dtypeName(t.dtype)) + ", expected " + std::string(dtypeName(want))));
+  return false;
+}
+
+bool CudaBackend::checkActivation(const char* what, const TensorView& t) {
+  if (t.dtype == DType::kF32 || t.dtype == DType::kBF16) return true;
+  fail(invalidArgument(std::string(what) + ": dtype " + std::string(dtypeName(t.dtype)) + ", expected F32 or BF16"));
+  return false;
+}
+
 int32_t CudaBackend::chooseSplits(int64_t items, int64_t max_keys) const {
   // Enough CTAs for two waves over the SMs, but at least one 32-key tile per split.
   const int64_t ctas = items * geometry_.num_kv_heads;
@@ -134,6 +146,7 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
 void CudaBackend::embedding(const TensorView& table, TensorView out) {
   if (failed() || step_.token_ids.empty()) return;
   OpScope scope(this, [&] { return std::string("embedding"); });
+  if (!checkDtypes("embedding out", out, DType::kF32)) return;
   LLMRT_CUDA_OP_CHECK(cuda::embedding(table.data, table.dtype, cols(table), dev_.token_ids, step_.numTokens(),
                                       f32(out), ld(out), stream_));
 }
@@ -141,28 +154,36 @@ void CudaBackend::embedding(const TensorView& table, TensorView out) {
 void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("rmsNorm"); });
-  assert(weight.dtype == DType::kF32);
-  LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), nullptr, 0, f32(weight), eps, rows(x), cols(x), f32(out),
-                                    ld(out), stream_));
+  if (!checkDtypes("rmsNorm", x, DType::kF32) || !checkDtypes("rmsNorm weight", weight, DType::kF32) ||
+      !checkActivation("rmsNorm out", out))
+    return;
+  LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), nullptr, 0, f32(weight), eps, rows(x), cols(x), out.data,
+                                    out.dtype, ld(out), stream_));
 }
 
 void CudaBackend::addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
                              TensorView out) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("addRmsNorm"); });
+  if (!checkDtypes("addRmsNorm residual", residual, DType::kF32) || !checkDtypes("addRmsNorm x", x, DType::kF32) ||
+      !checkDtypes("addRmsNorm weight", weight, DType::kF32) || !checkActivation("addRmsNorm out", out))
+    return;
   LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), f32(residual), ld(residual), f32(weight), eps, rows(x),
-                                    cols(x), f32(out), ld(out), stream_));
+                                    cols(x), out.data, out.dtype, ld(out), stream_));
 }
 
 void CudaBackend::add(TensorView x, const TensorView& y) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("add"); });
+  if (!checkDtypes("add x", x, DType::kF32) || !checkDtypes("add y", y, DType::kF32)) return;
   LLMRT_CUDA_OP_CHECK(cuda::add(f32(x), ld(x), f32(y), ld(y), rows(x), cols(x), stream_));
 }
 
 void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
   if (failed() || step_.logit_rows.empty()) return;
   OpScope scope(this, [&] { return std::string("gatherLogitRows"); });
+  if (!checkDtypes("gatherLogitRows src", src, DType::kF32) || !checkDtypes("gatherLogitRows out", out, DType::kF32))
+    return;
   LLMRT_CUDA_OP_CHECK(cuda::gatherRows(f32(src), ld(src), dev_.logit_rows,
                                        static_cast<int64_t>(step_.logit_rows.size()), cols(src), f32(out), ld(out),
                                        stream_));
@@ -171,8 +192,9 @@ void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
 void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("siluMul"); });
-  LLMRT_CUDA_OP_CHECK(
-      cuda::siluMul(f32(gate_up), ld(gate_up), rows(out), cols(out), f32(out), ld(out), stream_));
+  if (!checkActivation("siluMul in", gate_up) || !checkActivation("siluMul out", out)) return;
+  LLMRT_CUDA_OP_CHECK(cuda::siluMul(gate_up.data, gate_up.dtype, ld(gate_up), rows(out), cols(out), out.data,
+                                    out.dtype, ld(out), stream_));
 }
 
 void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
@@ -180,8 +202,9 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
+  if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
+  const bool gemv = w.dtype == DType::kBF16 && use_gemv_ && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
   OpScope scope(this, [&] {
-    const bool gemv = w.dtype == DType::kBF16 && use_gemv_ && cuda::gemvSupported(f32(x), ld(x), m, k);
     int64_t bucket = 1;  // rows as a power-of-two bucket, so one line covers a range of batch sizes
     while (bucket < m) bucket *= 2;
     return strprintf("linear %s m<=%lld n=%lld k=%lld", gemv ? "gemv" : "cublasLt", static_cast<long long>(bucket),
@@ -192,38 +215,52 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
   // Row-major out[m, n] = x[m, k] W[n, k]^T is column-major out^T[n, m] = W^T x^T:
   // W (row-major [n, k]) is a column-major [k, n] matrix used transposed.
   if (w.dtype == DType::kF32) {
+    if (!checkDtypes("linear x (f32 weights)", x, DType::kF32) || !checkDtypes("linear out", out, DType::kF32))
+      return;
     LLMRT_CUBLAS_OP_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n),
                                       static_cast<int>(m), static_cast<int>(k), &one, f32(w),
                                       static_cast<int>(k), f32(x), static_cast<int>(ld(x)), &zero, f32(out),
                                       static_cast<int>(ld(out))));
   } else if (w.dtype == DType::kBF16) {
-    if (use_gemv_ && cuda::gemvSupported(f32(x), ld(x), m, k)) {
+    if (gemv) {
       // Decode-sized: the bandwidth-bound kernel, bias included.
-      LLMRT_CUDA_OP_CHECK(cuda::gemvBf16(f32(x), ld(x), w.data, m, k, n, bias_ptr, f32(out), ld(out), stream_));
+      LLMRT_CUDA_OP_CHECK(cuda::gemvBf16(x.data, x.dtype, ld(x), w.data, m, k, n, bias_ptr, out.data, out.dtype,
+                                         ld(out), stream_));
       return;
     }
-    // bf16 x bf16 with fp32 accumulation and fp32 output; the fp32 activations are rounded first.
-    if (!reserve(bf16_x_, static_cast<size_t>(m * k) * 2)) return;
-    LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
+    // bf16 x bf16 with fp32 accumulation; a float32 x is rounded to bf16 first.
+    const void* xb = x.data;
+    int64_t ldxb = ld(x);
+    if (x.dtype != DType::kBF16) {
+      if (!reserve(bf16_x_, static_cast<size_t>(m * k) * 2)) return;
+      LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
+      xb = bf16_x_.ptr;
+      ldxb = k;
+    }
+    const cudaDataType_t out_type = out.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
     // A plan per shape (cuBLASLt); cublasGemmEx where cuBLASLt has no algorithm for it.
-    const cublasStatus_t lt = lt_.run(w.data, bf16_x_.ptr, f32(out), m, n, k, ld(out), cublas_ws_.ptr,
+    const cublasStatus_t lt = lt_.run(w.data, xb, ldxb, out.data, out_type, m, n, k, ld(out), cublas_ws_.ptr,
                                       cublas_ws_.bytes, stream_);
     if (lt != CUBLAS_STATUS_SUCCESS) {
       LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
           cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
-          w.data, CUDA_R_16BF, static_cast<int>(k), bf16_x_.ptr, CUDA_R_16BF, static_cast<int>(k), &zero, out.data,
-          CUDA_R_32F, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          w.data, CUDA_R_16BF, static_cast<int>(k), xb, CUDA_R_16BF, static_cast<int>(ldxb), &zero, out.data,
+          out_type, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
   } else {
     fail(invalidArgument("linear: weight dtype " + std::string(dtypeName(w.dtype)) + " is not F32 or BF16"));
     return;
   }
-  if (bias_ptr != nullptr) LLMRT_CUDA_OP_CHECK(cuda::addBias(f32(out), ld(out), bias_ptr, m, n, stream_));
+  if (bias_ptr != nullptr)
+    LLMRT_CUDA_OP_CHECK(cuda::addBias(out.data, out.dtype, ld(out), bias_ptr, m, n, stream_));
 }
 
 void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) {
   if (failed() || step_.token_ids.empty()) return;
   OpScope scope(this, [&] { return std::string("ropeWriteKv"); });
+  if (!checkDtypes("ropeWriteKv q", q, DType::kF32) || !checkDtypes("ropeWriteKv k", k, DType::kF32) ||
+      !checkDtypes("ropeWriteKv v", v, DType::kF32))
+    return;
   cuda::RopeKvArgs a{};
   a.q = f32(q);
   a.ld_q = ld(q);
@@ -253,11 +290,13 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
                        " KV heads (a GQA group of at most 32 is supported)"));
     return;
   }
+  if (!checkDtypes("attention q", q, DType::kF32) || !checkActivation("attention out", out)) return;
   // What both kernels take: the packed q/out, heads, scale, layer and the step's sequences.
   auto common = [&](auto& a) {
     a.q = f32(q);
     a.ld_q = ld(q);
-    a.out = f32(out);
+    a.out = out.data;
+    a.out_dtype = out.dtype;
     a.ld_out = ld(out);
     a.num_heads = static_cast<int32_t>(num_heads);
     a.scale = scale;

@@ -387,8 +387,24 @@ __global__ void __launch_bounds__(kThreads)
     const int row = w_row0 + gq + 8 * h;
     if (row >= rows) continue;
     const float inv = 1.0f / row_sum[h];  // >= 1: every row sees its own key, whose weight is exp(0)
-    float* o_row = a.out + static_cast<int64_t>(seq.q_start + r0 + row) * a.ld_out +
-                   static_cast<int64_t>(head) * kHeadDim;
+    const int64_t o_off = static_cast<int64_t>(seq.q_start + r0 + row) * a.ld_out +
+                          static_cast<int64_t>(head) * kHeadDim;
+    if (a.out_dtype == DType::kBF16) {
+      __nv_bfloat16* o_row = static_cast<__nv_bfloat16*>(a.out) + o_off;
+#pragma unroll
+      for (int i = 0; i < kDimTiles; ++i) {
+        const int col = i * 8 + 2 * tq;
+        const float x = o_acc[i][2 * h] * inv, y = o_acc[i][2 * h + 1] * inv;
+        if (vec_io) {
+          *reinterpret_cast<__nv_bfloat162*>(o_row + col) = __floats2bfloat162_rn(x, y);
+        } else {
+          o_row[col] = __float2bfloat16_rn(x);
+          o_row[col + 1] = __float2bfloat16_rn(y);
+        }
+      }
+      continue;
+    }
+    float* o_row = static_cast<float*>(a.out) + o_off;
 #pragma unroll
     for (int i = 0; i < kDimTiles; ++i) {
       const int col = i * 8 + 2 * tq;
@@ -426,7 +442,8 @@ cudaError_t launchFlash(const void* pool, const KvLayout& g, const FlashAttnArgs
   int tpb_shift = 0;
   while ((int64_t{1} << tpb_shift) < g.tokens_per_block) ++tpb_shift;
   const bool vec_io = reinterpret_cast<uintptr_t>(a.q) % 8 == 0 && a.ld_q % 2 == 0 &&
-                      reinterpret_cast<uintptr_t>(a.out) % 8 == 0 && a.ld_out % 2 == 0;
+                      reinterpret_cast<uintptr_t>(a.out) % (a.out_dtype == DType::kBF16 ? 4 : 8) == 0 &&
+                      a.ld_out % 2 == 0;
   const dim3 grid(static_cast<unsigned>(a.num_tiles), static_cast<unsigned>(a.num_heads));
   flashAttentionKernel<kHeadDim><<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(
       static_cast<const __nv_bfloat16*>(pool), g, a, tpb_shift, vec_io);

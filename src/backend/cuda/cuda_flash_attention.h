@@ -24,7 +24,8 @@ constexpr int kFlashBlockM = 64;
 struct FlashAttnArgs {
   const float* q;  // [tokens, num_heads * head_dim], fp32, already rotated (RoPE), NOT scaled
   int64_t ld_q;
-  float* out;  // [tokens, num_heads * head_dim], fp32
+  void* out;  // [tokens, num_heads * head_dim], fp32 or bf16 (out_dtype)
+  DType out_dtype;
   int64_t ld_out;
   int32_t num_heads;  // query heads; num_heads % g.num_kv_heads == 0
   float scale;        // softmax scale (1/sqrt(head_dim))

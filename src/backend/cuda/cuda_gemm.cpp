@@ -16,14 +16,21 @@ void LtGemm::destroy(Plan& p) {
 
 cublasStatus_t LtGemm::init() { return cublasLtCreate(&lt_); }
 
-cublasStatus_t LtGemm::run(const void* w, const void* x, float* out, int64_t m, int64_t n, int64_t k, int64_t ldc,
-                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out, cudaDataType_t out_type, int64_t m,
+                           int64_t n, int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes,
+                           cudaStream_t stream) {
   // Row-major out[m, n] = x W^T is column-major out^T[n, m] = W^T x^T with W stored
-  // column-major [k, n] (ld k) used transposed and x^T column-major [k, m] (ld k).
-  const uint64_t key = (static_cast<uint64_t>(m) * 0x9E3779B97F4A7C15ull) ^ (static_cast<uint64_t>(n) << 40) ^
-                       (static_cast<uint64_t>(k) << 20) ^ static_cast<uint64_t>(ldc) ^
-                       (static_cast<uint64_t>(workspace_bytes) << 8);
+  // column-major [k, n] (ld k) used transposed and x^T column-major [k, m] (ld ldx).
+  const std::array<int64_t, 7> shape{m, n, k, ldc, ldx, static_cast<int64_t>(out_type),
+                                     static_cast<int64_t>(workspace_bytes)};
+  uint64_t key = 0xcbf29ce484222325ull;
+  for (int64_t v : shape) key = (key ^ static_cast<uint64_t>(v)) * 0x100000001B3ull;
   auto it = plans_.find(key);
+  if (it != plans_.end() && it->second.shape != shape) {
+    destroy(it->second);
+    plans_.erase(it);
+    it = plans_.end();
+  }
   if (it == plans_.end()) {
     if (plans_.size() > 4096) {  // many distinct batch sizes: start over
       for (auto& [k2, p] : plans_) destroy(p);
@@ -37,8 +44,8 @@ cublasStatus_t LtGemm::run(const void* w, const void* x, float* out, int64_t m, 
     if (s == CUBLAS_STATUS_SUCCESS)
       s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, k, n, k);
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, m, k);
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, n, m, ldc);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, m, ldx);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.c, out_type, n, m, ldc);
     cublasLtMatmulPreference_t pref = nullptr;
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);
     if (s == CUBLAS_STATUS_SUCCESS)
@@ -56,6 +63,7 @@ cublasStatus_t LtGemm::run(const void* w, const void* x, float* out, int64_t m, 
     }
     p.algo = result.algo;
     p.workspace = result.workspaceSize;
+    p.shape = shape;
     it = plans_.emplace(key, p).first;
   }
   const Plan& p = it->second;

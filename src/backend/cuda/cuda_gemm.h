@@ -10,6 +10,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <unordered_map>
 
@@ -23,10 +24,11 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
 
   cublasStatus_t init();
-  // out[m, n] (float32, row stride ldc) = x[m, k] (bf16, contiguous) W[n, k]^T (bf16, contiguous),
-  // fp32 accumulation. `workspace` must stay valid while the product runs.
-  cublasStatus_t run(const void* w, const void* x, float* out, int64_t m, int64_t n, int64_t k, int64_t ldc,
-                     void* workspace, size_t workspace_bytes, cudaStream_t stream);
+  // out[m, n] (float32 or bf16 per out_type, row stride ldc) = x[m, k] (bf16, row stride ldx)
+  // W[n, k]^T (bf16, contiguous), fp32 accumulation. `workspace` must stay valid while the product runs.
+  cublasStatus_t run(const void* w, const void* x, int64_t ldx, void* out, cudaDataType_t out_type, int64_t m,
+                     int64_t n, int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes,
+                     cudaStream_t stream);
 
  private:
   struct Plan {
@@ -34,6 +36,7 @@ class LtGemm {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
     size_t workspace = 0;
+    std::array<int64_t, 7> shape{};  // what the key hashes (a colliding key is rebuilt)
   };
   static void destroy(Plan& p);
   cublasLtHandle_t lt_ = nullptr;

@@ -1,14 +1,17 @@
 // Matrix-vector products for decode: out[m, n] = x[m, k] W[n, k]^T (+ bias) with W in
-// bf16 and at most kGemvMaxRows rows of float32 x. Batch-1..8 decode is bound by
+// bf16 and at most kGemvMaxRows rows of x (float32 or bf16; out float32 or bf16). Batch-1..8 decode is bound by
 // reading W once, so the kernel is built around that stream: each warp owns R
 // consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512
 // contiguous bytes per warp and row), U chunks in flight per row (4 for m <= 2); x (a few KiB,
-// shared by every warp) is read as float4 through L1. The dot products accumulate in
+// shared by every warp) is read with 16-byte loads through L1. The dot products accumulate in
 // float32 and are reduced across the warp at the end, bias added in the same pass.
 // No conversion of x to bf16, no workspace: one launch per product.
 #include <cuda_bf16.h>
 
+#include <algorithm>
+
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_pdl.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -39,24 +42,52 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return s;
 }
 
-template <int M, int R, int U>
-__global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restrict__ x, int64_t ld_x,
+// The 8 elements of x's 16-byte chunk c (chunk = 8 features), as two float4.
+__device__ __forceinline__ void loadX(const float* x, int64_t c, float4& a, float4& b) {
+  const float4* p = reinterpret_cast<const float4*>(x);
+  a = p[2 * c];
+  b = p[2 * c + 1];
+}
+__device__ __forceinline__ void loadX(const __nv_bfloat16* x, int64_t c, float4& a, float4& b) {
+  const uint4 v = reinterpret_cast<const uint4*>(x)[c];
+  const float2 f0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.x));
+  const float2 f1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.y));
+  const float2 f2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.z));
+  const float2 f3 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.w));
+  a = make_float4(f0.x, f0.y, f1.x, f1.y);
+  b = make_float4(f2.x, f2.y, f3.x, f3.y);
+}
+
+template <int M, int R, int U, typename TX>
+__global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__ x, int64_t ld_x,
                                                           const __nv_bfloat16* __restrict__ w, int64_t k,
                                                           int64_t n, const float* __restrict__ bias,
-                                                          float* __restrict__ out, int64_t ld_out) {
+                                                          void* __restrict__ out, bool out_bf16, int64_t ld_out,
+                                                          int prefetch) {
   const int lane = threadIdx.x % 32;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
-  if (n0 >= n) return;
   const uint4* rows[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) rows[r] = reinterpret_cast<const uint4*>(w + (n0 + r < n ? n0 + r : n - 1) * k);
+  const int64_t chunks = k / 8;  // 16-byte chunks per row
+  // The weights do not depend on earlier kernels: start pulling the first `prefetch` chunks
+  // per lane and row into L2 while the kernel before this one finishes (cuda_pdl.h).
+  if (n0 < n)
+    for (int i = 0; i < prefetch; ++i) {
+      const int64_t c = lane + 32 * static_cast<int64_t>(i);
+      if (c >= chunks) break;
+#pragma unroll
+      for (int r = 0; r < R; ++r) asm volatile("prefetch.global.L2 [%0];" ::"l"(rows[r] + c));
+    }
+  pdlWait();
+  pdlLaunchDependents();
+  if (n0 >= n) return;
   float acc[M][R];
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
 
-  const int64_t chunks = k / 8;  // 16-byte chunks per row
   int64_t c = lane;
   // U chunks per row in flight per iteration (all loads issued before any math).
   for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
@@ -67,10 +98,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restric
       for (int r = 0; r < R; ++r) wv[u][r] = loadStreaming(rows[r] + c + 32 * u);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      const float4* xp = reinterpret_cast<const float4*>(x + m * ld_x);
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const float4 a = xp[2 * (c + 32 * u)], b = xp[2 * (c + 32 * u) + 1];
+        float4 a, b;
+        loadX(x + m * ld_x, c + 32 * u, a, b);
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[m][r] += dot8(wv[u][r], a, b);
       }
@@ -82,8 +113,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restric
     for (int r = 0; r < R; ++r) w0[r] = loadStreaming(rows[r] + c);
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      const float4* xp = reinterpret_cast<const float4*>(x + m * ld_x);
-      const float4 a0 = xp[2 * c], b0 = xp[2 * c + 1];
+      float4 a0, b0;
+      loadX(x + m * ld_x, c, a0, b0);
 #pragma unroll
       for (int r = 0; r < R; ++r) acc[m][r] += dot8(w0[r], a0, b0);
     }
@@ -101,46 +132,59 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const float* __restric
   for (int m = 0; m < M; ++m)
 #pragma unroll
     for (int r = 0; r < R; ++r)
-      if (lane == (m * R + r) % 32 && n0 + r < n)
-        out[m * ld_out + n0 + r] = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
+      if (lane == (m * R + r) % 32 && n0 + r < n) {
+        const float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
+        if (out_bf16)
+          static_cast<__nv_bfloat16*>(out)[m * ld_out + n0 + r] = __float2bfloat16_rn(v);
+        else
+          static_cast<float*>(out)[m * ld_out + n0 + r] = v;
+      }
 }
 
 template <int M, int R, int U = (M <= 2 ? 4 : 2)>
-cudaError_t launch(const float* x, int64_t ld_x, const void* w, int64_t k, int64_t n, const float* bias, float* out,
-                   int64_t ld_out, cudaStream_t stream) {
+cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t k, int64_t n,
+                   const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
-  gemvKernel<M, R, U><<<blocks, kWarps * 32, 0, stream>>>(x, ld_x, static_cast<const __nv_bfloat16*>(w), k, n, bias,
-                                                         out, ld_out);
-  return cudaGetLastError();
+  const auto* wb = static_cast<const __nv_bfloat16*>(w);
+  const bool out_bf16 = out_dtype == DType::kBF16;
+  // Prefetch at most ~16 MiB of W (a third of the L2) per product: chunks of 512 bytes per warp and row.
+  const int prefetch = pdlEnabled() ? static_cast<int>(std::min<int64_t>(8, (int64_t{16} << 20) / (n * 512))) : 0;
+  if (x_dtype == DType::kBF16)
+    return launchPdl(gemvKernel<M, R, U, __nv_bfloat16>, blocks, kWarps * 32, 0, stream,
+                     static_cast<const __nv_bfloat16*>(x), ld_x, wb, k, n, bias, out, out_bf16, ld_out, prefetch);
+  return launchPdl(gemvKernel<M, R, U, float>, blocks, kWarps * 32, 0, stream, static_cast<const float*>(x), ld_x, wb,
+                   k, n, bias, out, out_bf16, ld_out, prefetch);
 }
 
 }  // namespace
 
-bool gemvSupported(const float* x, int64_t ld_x, int64_t m, int64_t k) {
-  return m >= 1 && m <= kGemvMaxRows && k % 8 == 0 && k > 0 && ld_x % 4 == 0 &&
+bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k) {
+  const int64_t per16 = x_dtype == DType::kBF16 ? 8 : (x_dtype == DType::kF32 ? 4 : 0);  // elements per 16 bytes
+  return per16 > 0 && m >= 1 && m <= kGemvMaxRows && k % 8 == 0 && k > 0 && ld_x % per16 == 0 &&
          reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
-cudaError_t gemvBf16(const float* x, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
-                     const float* bias, float* out, int64_t ld_out, cudaStream_t stream) {
+cudaError_t gemvBf16(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
+                     const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  if (!gemvSupported(x, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0) return cudaErrorInvalidValue;
+  if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0)
+    return cudaErrorInvalidValue;
   // More rows of W per warp as m grows: x is re-read from L1 once per row group.
   // One row per warp where W has few rows (q/k/v, o, down: 4096-6144), so twice the warps
   // keep loads in flight; two rows per warp for the wide ones (gate/up, lm_head).
   const bool narrow = n <= 16384;
   switch (m) {
-    case 1: return narrow ? launch<1, 1>(x, ld_x, w, k, n, bias, out, ld_out, stream)
-                          : launch<1, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 2: return narrow ? launch<2, 1>(x, ld_x, w, k, n, bias, out, ld_out, stream)
-                          : launch<2, 2>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 3: return launch<3, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 4: return launch<4, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 5: return launch<5, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 6: return launch<6, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    case 7: return launch<7, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
-    default: return launch<8, 4>(x, ld_x, w, k, n, bias, out, ld_out, stream);
+    case 1: return narrow ? launch<1, 1>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
+                          : launch<1, 2>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 2: return narrow ? launch<2, 1>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
+                          : launch<2, 2>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 3: return launch<3, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 4: return launch<4, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 5: return launch<5, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 6: return launch<6, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 7: return launch<7, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    default: return launch<8, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
   }
 }
 

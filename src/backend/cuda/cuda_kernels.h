@@ -15,20 +15,21 @@ namespace llmrt::cuda {
 cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
                       float* out, int64_t ld_out, cudaStream_t stream);
 // With `residual` null: out = rmsNorm(x) * w. Otherwise residual += x; out = rmsNorm(residual) * w.
+// out is F32 or BF16 (`out_dtype`); the rest float32.
 cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
-                    int64_t rows, int64_t cols, float* out, int64_t ld_out, cudaStream_t stream);
+                    int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // x += y
 cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
                 cudaStream_t stream);
-// out[r, :] += bias
-cudaError_t addBias(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
+// out[r, :] += bias (out F32 or BF16)
+cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream);
 // out[i, :] = src[rows[i], :]
 cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols,
                        float* out, int64_t ld_out, cudaStream_t stream);
-// out[r, i] = silu(gu[r, i]) * gu[r, inter + i]
-cudaError_t siluMul(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter, float* out, int64_t ld_out,
-                    cudaStream_t stream);
+// out[r, i] = silu(gu[r, i]) * gu[r, inter + i] (gu and out each F32 or BF16)
+cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
+                    DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // Converts a F32 [rows, cols] view (row stride ld) to contiguous BF16 [rows, cols].
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream);
 
@@ -77,7 +78,8 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
 struct DecodeAttnArgs {
   const float* q;
   int64_t ld_q;
-  float* out;
+  void* out;  // F32 or BF16 (out_dtype)
+  DType out_dtype;
   int64_t ld_out;
   int32_t num_heads;
   float scale;
@@ -101,11 +103,11 @@ cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vo
                        cudaStream_t stream);
 
 // out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 and m <= kGemvMaxRows: a bandwidth-bound
-// matrix-vector kernel reading the float32 x directly. Requires k % 8 == 0 and 16-byte aligned
-// rows of x (ld_x % 4 == 0); gemvSupported says whether a call qualifies.
+// matrix-vector kernel reading x (F32 or BF16) directly; out F32 or BF16. Requires k % 8 == 0 and
+// 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
 constexpr int64_t kGemvMaxRows = 8;
-bool gemvSupported(const float* x, int64_t ld_x, int64_t m, int64_t k);
-cudaError_t gemvBf16(const float* x, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
-                     const float* bias, float* out, int64_t ld_out, cudaStream_t stream);
+bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k);
+cudaError_t gemvBf16(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
+                     const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
 
 }  // namespace llmrt::cuda

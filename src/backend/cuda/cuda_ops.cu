@@ -1,10 +1,14 @@
-// Element-wise and row-wise kernels of the CUDA backend. Activations are
-// float32 (see docs/cuda-backend.md); weights and KV may be bf16. Math follows
+// Element-wise and row-wise kernels of the CUDA backend. The residual stream is
+// float32; the products' inputs (normed rows, SiLU·mul, attention output) may be
+// bf16 (see docs/cuda-backend.md); weights and KV may be bf16. Arithmetic is float32. Math follows
 // the CPU reference (backend/cpu/cpu_ops.cpp) and uses accurate libm
 // functions (expf, sincosf), not the fast intrinsics.
 #include <cuda_bf16.h>
 
+#include <atomic>
+
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_pdl.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -13,6 +17,8 @@ constexpr int kThreads = 256;
 
 __device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 dim3 grid2(int64_t rows, int64_t cols) {
   return dim3(static_cast<unsigned>((cols + kThreads - 1) / kThreads),
@@ -22,6 +28,8 @@ dim3 grid2(int64_t rows, int64_t cols) {
 
 template <typename T>
 __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids, float* out, int64_t ld_out) {
+  pdlWait();
+  pdlLaunchDependents();
   const int64_t r = blockIdx.x;
   const T* src = table + static_cast<int64_t>(ids[r]) * dim;
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) out[r * ld_out + i] = load(src, i);
@@ -39,8 +47,11 @@ __device__ float blockSum(float v, float* red) {
   return s;
 }
 
+template <typename TO>
 __global__ void rmsNormKernel(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w,
-                              float eps, int64_t cols, float* out, int64_t ld_out) {
+                              float eps, int64_t cols, TO* out, int64_t ld_out) {
+  pdlWait();
+  pdlLaunchDependents();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * ld_x;
@@ -57,54 +68,65 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, float* residual, int
   ss = blockSum(ss, red);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
   const float* src = res ? res : xr;  // each thread re-reads only what it wrote
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) out[r * ld_out + i] = w[i] * (src[i] * inv);
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) store(out + r * ld_out + i, w[i] * (src[i] * inv));
 }
 
 // Element-wise kernels: blockIdx.y is the row, blockIdx.x * blockDim.x + threadIdx.x the column
 // (no 64-bit divisions on the way).
 __global__ void addKernel(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols) {
+  pdlWait();
+  pdlLaunchDependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < cols)
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) x[r * ld_x + c] += y[r * ld_y + c];
 }
 
-__global__ void addBiasKernel(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols) {
+template <typename T>
+__global__ void addBiasKernel(T* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols) {
+  pdlWait();
+  pdlLaunchDependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < cols)
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) out[r * ld_out + c] += bias[c];
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
+      store(out + r * ld_out + c, load(out, r * ld_out + c) + bias[c]);
 }
 
 __global__ void gatherKernel(const float* src, int64_t ld_src, const int64_t* rows, int64_t cols, float* out,
                              int64_t ld_out) {
+  pdlWait();
+  pdlLaunchDependents();
   const int64_t r = blockIdx.x;
   const float* s = src + rows[r] * ld_src;
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) out[r * ld_out + i] = s[i];
 }
 
-__global__ void siluMulKernel(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter, float* out,
-                              int64_t ld_out) {
+template <typename TI, typename TO>
+__global__ void siluMulKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, TO* out, int64_t ld_out) {
+  pdlWait();
+  pdlLaunchDependents();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= inter) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const float g = gu[r * ld_gu + i], u = gu[r * ld_gu + inter + i];
-    out[r * ld_out + i] = (g / (1.0f + expf(-g))) * u;
+    const float g = load(gu, r * ld_gu + i), u = load(gu, r * ld_gu + inter + i);
+    store(out + r * ld_out + i, (g / (1.0f + expf(-g))) * u);
   }
 }
 
 __global__ void toBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, __nv_bfloat16* out) {
+  pdlWait();
+  pdlLaunchDependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < cols)
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) out[r * cols + c] = __float2bfloat16_rn(x[r * ld_x + c]);
 }
-
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 // One block per row: cos/sin of the row's angles into shared memory, then the q heads
 // rotated in place, the k heads rotated in place and written to the cache with the
 // non-rotary features, and v written to the cache.
 template <typename T>
 __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
+  pdlWait();
+  pdlLaunchDependents();
   extern __shared__ float cs[];  // [2 * half]: cos, then sin
   const int64_t r = blockIdx.x, half = a.half, hd = g.head_dim, kvh = g.num_kv_heads;
   const float pos = static_cast<float>(a.positions[r]);
@@ -157,6 +179,8 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
 
 // One block per row: (value, id) maxima per thread, then per warp, then across warps.
 __global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int32_t* out) {
+  pdlWait();
+  pdlLaunchDependents();
   __shared__ float best_v[32];
   __shared__ int32_t best_i[32];
   const float* row = logits + blockIdx.x * ld;
@@ -199,55 +223,85 @@ int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 :
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_pdl{false};
+}  // namespace
+void setPdlEnabled(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
+bool pdlEnabled() { return g_pdl.load(std::memory_order_relaxed); }
+
 cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
                       float* out, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int t = threadsFor(dim);
   if (table_dtype == DType::kBF16)
-    embeddingKernel<<<n, t, 0, stream>>>(static_cast<const __nv_bfloat16*>(table), dim, ids, out, ld_out);
+    launchPdl(embeddingKernel<__nv_bfloat16>, n, t, 0, stream, static_cast<const __nv_bfloat16*>(table), dim, ids, out, ld_out);
   else
-    embeddingKernel<<<n, t, 0, stream>>>(static_cast<const float*>(table), dim, ids, out, ld_out);
+    launchPdl(embeddingKernel<float>, n, t, 0, stream, static_cast<const float*>(table), dim, ids, out, ld_out);
   return cudaGetLastError();
 }
 
 cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
-                    int64_t rows, int64_t cols, float* out, int64_t ld_out, cudaStream_t stream) {
+                    int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  rmsNormKernel<<<rows, threadsFor(cols), 0, stream>>>(x, ld_x, residual, ld_res, w, eps, cols, out, ld_out);
+  if (out_dtype == DType::kBF16)
+    launchPdl(rmsNormKernel<__nv_bfloat16>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
+              cols, static_cast<__nv_bfloat16*>(out), ld_out);
+  else
+    launchPdl(rmsNormKernel<float>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps, cols,
+              static_cast<float*>(out), ld_out);
   return cudaGetLastError();
 }
 
 cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
                 cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  addKernel<<<grid2(rows, cols), kThreads, 0, stream>>>(x, ld_x, y, ld_y, rows, cols);
+  launchPdl(addKernel, grid2(rows, cols), kThreads, 0, stream, x, ld_x, y, ld_y, rows, cols);
   return cudaGetLastError();
 }
 
-cudaError_t addBias(float* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
+cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  addBiasKernel<<<grid2(rows, cols), kThreads, 0, stream>>>(out, ld_out, bias, rows, cols);
+  if (out_dtype == DType::kBF16)
+    launchPdl(addBiasKernel<__nv_bfloat16>, grid2(rows, cols), kThreads, 0, stream, static_cast<__nv_bfloat16*>(out), ld_out, bias, rows,
+                                                              cols);
+  else
+    launchPdl(addBiasKernel<float>, grid2(rows, cols), kThreads, 0, stream, static_cast<float*>(out), ld_out, bias, rows, cols);
   return cudaGetLastError();
 }
 
 cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols,
                        float* out, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  gatherKernel<<<n, threadsFor(cols), 0, stream>>>(src, ld_src, rows, cols, out, ld_out);
+  launchPdl(gatherKernel, n, threadsFor(cols), 0, stream, src, ld_src, rows, cols, out, ld_out);
   return cudaGetLastError();
 }
 
-cudaError_t siluMul(const float* gu, int64_t ld_gu, int64_t rows, int64_t inter, float* out, int64_t ld_out,
-                    cudaStream_t stream) {
+template <typename TI>
+void launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, void* out, DType out_dtype,
+                   int64_t ld_out, cudaStream_t stream) {
+  if (out_dtype == DType::kBF16)
+    launchPdl(siluMulKernel<TI, __nv_bfloat16>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
+              static_cast<__nv_bfloat16*>(out), ld_out);
+  else
+    launchPdl(siluMulKernel<TI, float>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
+              static_cast<float*>(out),
+                                                               ld_out);
+}
+
+cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
+                    DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows * inter == 0) return cudaSuccess;
-  siluMulKernel<<<grid2(rows, inter), kThreads, 0, stream>>>(gu, ld_gu, rows, inter, out, ld_out);
+  if (gu_dtype == DType::kBF16)
+    launchSiluMul(static_cast<const __nv_bfloat16*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
+  else
+    launchSiluMul(static_cast<const float*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
   return cudaGetLastError();
 }
 
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  toBf16Kernel<<<grid2(rows, cols), kThreads, 0, stream>>>(x, ld_x, rows, cols, static_cast<__nv_bfloat16*>(out));
+  launchPdl(toBf16Kernel, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols, static_cast<__nv_bfloat16*>(out));
   return cudaGetLastError();
 }
 
@@ -257,16 +311,16 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
                                                                              : a.q_heads * a.half);
   const size_t smem = static_cast<size_t>(2 * a.half) * sizeof(float);
   if (kv_dtype == DType::kBF16)
-    ropeWriteKvKernel<<<a.rows, t, smem, stream>>>(static_cast<__nv_bfloat16*>(pool), g, a);
+    launchPdl(ropeWriteKvKernel<__nv_bfloat16>, a.rows, t, smem, stream, static_cast<__nv_bfloat16*>(pool), g, a);
   else
-    ropeWriteKvKernel<<<a.rows, t, smem, stream>>>(static_cast<float*>(pool), g, a);
+    launchPdl(ropeWriteKvKernel<float>, a.rows, t, smem, stream, static_cast<float*>(pool), g, a);
   return cudaGetLastError();
 }
 
 cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
                        cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  argmaxKernel<<<rows, 1024, 0, stream>>>(logits, ld, vocab, out);
+  launchPdl(argmaxKernel, rows, 1024, 0, stream, logits, ld, vocab, out);
   return cudaGetLastError();
 }
 
