@@ -49,6 +49,31 @@ def bf16_weight_reference(gdir, prompt_ids):
         return _bf16_ref_cache[gdir](torch.tensor([prompt_ids])).logits[0].numpy()
 
 
+_hf_bf16_cache = {}
+
+
+def hf_bf16_logits(gdir, prompt_ids):
+    """HF transformers itself running the checkpoint in bf16 (torch_dtype=bfloat16, SDPA) on the GPU:
+    the peer for the bf16 criterion (its own distance to the float32 answer). None without torch/CUDA."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    if gdir not in _hf_bf16_cache:
+        _hf_bf16_cache[gdir] = AutoModelForCausalLM.from_pretrained(gdir, torch_dtype=torch.bfloat16).cuda().eval()
+    with torch.no_grad():
+        ids = torch.tensor([prompt_ids]).cuda()
+        return _hf_bf16_cache[gdir](ids).logits[0].float().cpu().numpy()
+
+
+hf_positions = 0
+hf_top1_agree = 0
+hf_max_dlogprob = 0.0
+
+
 def log_softmax(x):
     x = x.astype(np.float64)
     m = x.max(axis=-1, keepdims=True)
@@ -120,6 +145,14 @@ for name in sorted(os.listdir(GOLDEN)):
                     bf16_top1_agree += int((lg.argmax(axis=-1) == top_ref).sum())
                     bf16_max_dlogprob = max(bf16_max_dlogprob, float(dlp.max()))
                     detail += f"; top-1 agree {int((lg.argmax(axis=-1) == top_ref).sum())}/{len(top_ref)}, max |d logprob| {dlp.max():.4f}"
+                    if not chunk:  # the peer once per case: HF in bf16 against the same reference
+                        hb = hf_bf16_logits(gdir, case["prompt_ids"])
+                        if hb is not None and hb.shape == lg.shape:
+                            hdl = np.abs(log_softmax(hb)[idx, top_ref] - lp_ref[idx, top_ref])
+                            hf_positions += len(top_ref)
+                            hf_top1_agree += int((hb.argmax(axis=-1) == top_ref).sum())
+                            hf_max_dlogprob = max(hf_max_dlogprob, float(hdl.max()))
+                            detail += f"; HF bf16: top-1 agree {int((hb.argmax(axis=-1) == top_ref).sum())}/{len(top_ref)}, max |d logprob| {hdl.max():.4f}"
                     check(tag, rel < 5e-2, detail + f" rel {np.linalg.norm(lg - ref_logits) / np.linalg.norm(ref_logits):.2e}")
                 else:
                     check(tag, same and rel < 1e-4, detail)
@@ -129,6 +162,11 @@ if bf16_positions:
     check("golden/bf16-criterion", frac >= 0.99 and bf16_max_dlogprob <= 0.05,
           f"top-1 equal to HF at {bf16_top1_agree}/{bf16_positions} prompt positions ({100 * frac:.2f}%, need >= 99%), "
           f"max |d logprob| of HF's top token {bf16_max_dlogprob:.4f} (need <= 0.05)")
+
+if hf_positions:
+    print(f"info golden/bf16-peer: HF transformers in bf16 (SDPA, GPU) against the same reference: top-1 equal at "
+          f"{hf_top1_agree}/{hf_positions} prompt positions ({100 * hf_top1_agree / hf_positions:.2f}%), "
+          f"max |d logprob| of the top token {hf_max_dlogprob:.4f}")
 
 # 2. stories260K: the CLI test's reference ids, a long generation across many KV blocks, sampling.
 ref8 = [432, 383, 286, 261, 376, 298, 315, 421]

@@ -29,6 +29,8 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kMaxGroup = 32;  // blockDim = group * 32 <= 1024
 constexpr int kMaxSmem = 200 * 1024;
+constexpr int kInFlight = 8;      // 16-byte loads per thread in flight while gathering a tile
+constexpr int kMaxSplits = 1024;  // the merge keeps one weight per split in shared memory
 
 template <typename T>
 struct Vec;  // 16 bytes of T
@@ -70,8 +72,6 @@ __device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(
 // kPerLane: output features per lane (head_dim <= 32 * kPerLane).
 template <typename T, int kPerLane>
 __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a) {
-  pdlWait();
-  pdlLaunchDependents();
   extern __shared__ float smem[];
   __shared__ const T* k_rows[kTile];
   __shared__ const T* v_rows[kTile];
@@ -93,9 +93,6 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   const int64_t begin = lo + split * chunk;
   const int64_t end = min(pos + 1, begin + chunk);  // [begin, end); empty for trailing splits
 
-  const float* q = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh) * group * hd;
-  for (int i = threadIdx.x; i < group * hd; i += blockDim.x) q_s[i] = q[i] * a.scale;
-
   const int tpb = static_cast<int>(g.tokens_per_block);
   const int64_t head_elems = static_cast<int64_t>(tpb) * hd;
   const int64_t k_off = (static_cast<int64_t>(a.layer) * 2 + 0) * g.num_kv_heads * head_elems + kvh * head_elems;
@@ -103,6 +100,26 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   auto rowPtr = [&](int64_t j, int64_t off) {
     return pool + static_cast<int64_t>(table[j / tpb]) * g.elems_per_block + off + (j % tpb) * hd;
   };
+  // Until here only the step's metadata was read (uploaded before the step's first kernel).
+  // The cached K/V rows of [begin, end) were written by earlier steps (only the newest one by
+  // the kernel before this): start pulling them into L2 while that kernel finishes
+  // (cuda_pdl.h; L2 is coherent, so a prefetch never reads stale data into a later load).
+  {
+    const int64_t row_bytes = static_cast<int64_t>(hd) * sizeof(T);
+    const int lines = static_cast<int>((row_bytes + 127) / 128);  // 128-byte lines per row
+    const int64_t n = (end > begin ? end - begin : 0) * 2 * lines;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const int64_t j = begin + i / (2 * lines);
+      const int kv = static_cast<int>((i / lines) % 2), line = static_cast<int>(i % lines);
+      const char* p = reinterpret_cast<const char*>(rowPtr(j, kv ? v_off : k_off)) + line * 128;
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+    }
+  }
+  pdlWait();
+  pdlLaunchDependents();
+
+  const float* q = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh) * group * hd;
+  for (int i = threadIdx.x; i < group * hd; i += blockDim.x) q_s[i] = q[i] * a.scale;
 
   float m = -INFINITY, l = 0.0f;
   float acc[kPerLane];
@@ -116,7 +133,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
     const int n_valid = static_cast<int>(min(static_cast<int64_t>(kTile), end - t0));
     __syncthreads();  // q_s written / previous tile consumed
     // The tile's K/V row addresses first (one block-table lookup per key), then the rows
-    // gathered with 16-byte loads, four in flight per thread.
+    // gathered with 16-byte loads, kInFlight in flight per thread (a whole bf16 tile of
+    // head_dim 128 in one round for a GQA group of 4: 1024 loads over 128 threads).
     if (threadIdx.x < n_valid) {
       k_rows[threadIdx.x] = rowPtr(t0 + threadIdx.x, k_off);
       v_rows[threadIdx.x] = rowPtr(t0 + threadIdx.x, v_off);
@@ -124,11 +142,11 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
     __syncthreads();
     if (vec_ok) {
       const int vecs = hd / kVec, total = 2 * n_valid * vecs;
-      for (int e0 = threadIdx.x; e0 < total; e0 += 4 * blockDim.x) {
-        uint4 raw[4];
-        float* dst[4];
+      for (int e0 = threadIdx.x; e0 < total; e0 += kInFlight * blockDim.x) {
+        uint4 raw[kInFlight];
+        float* dst[kInFlight];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
+        for (int u = 0; u < kInFlight; ++u) {
           const int e = e0 + u * blockDim.x;
           dst[u] = nullptr;
           if (e < total) {
@@ -139,7 +157,7 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
           }
         }
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
+        for (int u = 0; u < kInFlight; ++u) {
           if (dst[u]) {
             float f[kVec];
             Vec<T>::toFloat(raw[u], f);
@@ -209,27 +227,44 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   }
 }
 
-// One CTA per (item, head): combines the splits' partial states.
+// Block-wide reductions for the merge; every thread gets the result. `red` holds one float per warp.
+template <typename Op>
+__device__ float blockReduce(float v, float* red, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  __syncthreads();  // `red` may still be read from a previous call
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float r = red[0];
+  for (int w = 1; w < warps; ++w) r = op(r, red[w]);
+  return r;
+}
+
+// One CTA per (item, head): combines the splits' partial states. The weights e^(m_z - M) of the
+// splits are computed once into shared memory (in parallel), then each thread sums its features.
 __global__ void mergeKernel(DecodeAttnArgs a, int hd) {
   pdlWait();
   pdlLaunchDependents();
+  extern __shared__ float wz[];  // [splits]
+  __shared__ float red[32];
   const int head = blockIdx.y;
   const float* part = a.partial + (static_cast<int64_t>(blockIdx.x) * a.num_heads + head) * a.splits * (hd + 2);
   float big = -INFINITY;
-  for (int z = 0; z < a.splits; ++z) big = fmaxf(big, part[z * (hd + 2) + hd]);
+  for (int z = threadIdx.x; z < a.splits; z += blockDim.x) big = fmaxf(big, part[z * (hd + 2) + hd]);
+  big = blockReduce(big, red, [](float x, float y) { return fmaxf(x, y); });
   float denom = 0.0f;
-  for (int z = 0; z < a.splits; ++z) {
+  for (int z = threadIdx.x; z < a.splits; z += blockDim.x) {
     const float mz = part[z * (hd + 2) + hd];
-    if (mz != -INFINITY) denom += part[z * (hd + 2) + hd + 1] * expf(mz - big);
+    const float w = mz != -INFINITY ? expf(mz - big) : 0.0f;  // empty splits (m = -inf) weigh nothing
+    wz[z] = w;
+    denom += part[z * (hd + 2) + hd + 1] * w;
   }
+  denom = blockReduce(denom, red, [](float x, float y) { return x + y; });  // also orders the wz writes
   const float inv = denom > 0.0f ? 1.0f / denom : 0.0f;
   const int64_t o = static_cast<int64_t>(a.items[blockIdx.x].x) * a.ld_out + static_cast<int64_t>(head) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float s = 0.0f;
-    for (int z = 0; z < a.splits; ++z) {
-      const float mz = part[z * (hd + 2) + hd];
-      if (mz != -INFINITY) s += part[z * (hd + 2) + d] * expf(mz - big);
-    }
+    for (int z = 0; z < a.splits; ++z) s = fmaf(part[z * (hd + 2) + d], wz[z], s);
     storeOut(a, o + d, s * inv);
   }
 }
@@ -247,7 +282,8 @@ cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a,
       launchPdl(decodeKernel<T, kPerLane>, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
   if (launched != cudaSuccess || a.splits == 1) return launched;
   const dim3 mgrid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(a.num_heads));
-  return launchPdl(mergeKernel, mgrid, g.head_dim >= 128 ? 128 : 64, 0, stream, a, static_cast<int>(g.head_dim));
+  return launchPdl(mergeKernel, mgrid, g.head_dim >= 128 ? 128 : 64, a.splits * sizeof(float), stream, a,
+                   static_cast<int>(g.head_dim));
 }
 
 template <typename T>
@@ -279,7 +315,7 @@ cudaError_t initAttentionKernels() {
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream) {
   if (a.num_items == 0) return cudaSuccess;
-  if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > 65535) return cudaErrorInvalidValue;
+  if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > kMaxSplits) return cudaErrorInvalidValue;
   const int64_t group = a.num_heads / g.num_kv_heads;
   if (group > kMaxGroup || smemBytes(static_cast<int>(group), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
   if (kv_dtype == DType::kBF16) return dispatch<__nv_bfloat16>(pool, g, a, static_cast<int>(group), stream);

@@ -98,6 +98,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
                    bf16_activations ? "on" : "off", pdl ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);
+  // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
+  if (const char* w = std::getenv("LLMRT_CUDA_SPLIT_WAVES")) {
+    const int v = std::atoi(w);
+    if (v >= 1 && v <= 16) b->split_waves_ = v;
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_SPLIT_WAVES=%s (using %d)", w, b->split_waves_);
+  }
   b->activation_dtype_ = bf16_activations ? DType::kBF16 : DType::kF32;
   LLMRT_LOG_INFO("CUDA backend on device %d: %s (sm_%d%d, %d SMs, %s), weights %s, KV cache %s, product inputs %s",
                  options.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
@@ -385,9 +391,10 @@ Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_b
     std::memset(secondary_, 0, bytes);
   }
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  // Split-key attention partial states: splits are only used while rows x kv heads < 2 x SMs,
-  // so rows x kv heads x splits < 4 x SMs, each with a GQA group of <= 32 heads of head_dim + 2 floats.
-  if (!reserve(partial_, static_cast<size_t>(4 * num_sms_) * 32 * static_cast<size_t>(g.head_dim + 2) * sizeof(float)))
+  // Split-key attention partial states: splits are only used while rows x kv heads < waves x SMs / 2,
+  // so rows x kv heads x splits < waves x SMs, each with a GQA group of <= 32 heads of head_dim + 2 floats.
+  if (!reserve(partial_, static_cast<size_t>(split_waves_) * num_sms_ * 32 * static_cast<size_t>(g.head_dim + 2) *
+                             sizeof(float)))
     return error_;
   geometry_ = g;
   secondary_blocks_ = secondary_blocks;

@@ -48,11 +48,11 @@ bool CudaBackend::checkActivation(const char* what, const TensorView& t) {
 }
 
 int32_t CudaBackend::chooseSplits(int64_t items, int64_t max_keys) const {
-  // Enough CTAs for two waves over the SMs, but at least one 32-key tile per split.
+  // Enough CTAs for split_waves_ CTAs per SM, but at least one 32-key tile per split.
   const int64_t ctas = items * geometry_.num_kv_heads;
-  const int64_t target = 2 * static_cast<int64_t>(num_sms_);
+  const int64_t target = static_cast<int64_t>(split_waves_) * num_sms_;
   if (ctas == 0 || ctas * 2 > target) return 1;
-  const int64_t want = std::min((target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / 32));
+  const int64_t want = std::min({(target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / 32), int64_t{1024}});
   int32_t splits = 1;  // a power of two, so a few recorded graphs cover every length
   while (static_cast<int64_t>(splits) * 2 <= want) splits *= 2;
   return splits;

@@ -89,7 +89,7 @@ struct DecodeAttnArgs {
   const int32_t* tables;
   const int2* items;  // (packed row, sequence index)
   int32_t num_items;
-  int32_t splits;
+  int32_t splits;  // 1..1024
   float* partial;
 };
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
