@@ -100,21 +100,6 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   auto rowPtr = [&](int64_t j, int64_t off) {
     return pool + static_cast<int64_t>(table[j / tpb]) * g.elems_per_block + off + (j % tpb) * hd;
   };
-  // Until here only the step's metadata was read (uploaded before the step's first kernel).
-  // The cached K/V rows of [begin, end) were written by earlier steps (only the newest one by
-  // the kernel before this): start pulling them into L2 while that kernel finishes
-  // (cuda_pdl.h; L2 is coherent, so a prefetch never reads stale data into a later load).
-  {
-    const int64_t row_bytes = static_cast<int64_t>(hd) * sizeof(T);
-    const int lines = static_cast<int>((row_bytes + 127) / 128);  // 128-byte lines per row
-    const int64_t n = (end > begin ? end - begin : 0) * 2 * lines;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const int64_t j = begin + i / (2 * lines);
-      const int kv = static_cast<int>((i / lines) % 2), line = static_cast<int>(i % lines);
-      const char* p = reinterpret_cast<const char*>(rowPtr(j, kv ? v_off : k_off)) + line * 128;
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-    }
-  }
   pdlWait();
   pdlLaunchDependents();
 

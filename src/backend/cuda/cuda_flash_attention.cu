@@ -149,6 +149,24 @@ __device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
 __device__ __forceinline__ float bf16Lo(uint32_t v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float bf16Hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
+// Two adjacent outputs (x at p[0], y at p[1]), with one vector store where `vec` (aligned).
+__device__ __forceinline__ void storePair(float* p, float x, float y, bool vec) {
+  if (vec) {
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+  } else {
+    p[0] = x;
+    p[1] = y;
+  }
+}
+__device__ __forceinline__ void storePair(__nv_bfloat16* p, float x, float y, bool vec) {
+  if (vec) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+  } else {
+    p[0] = __float2bfloat16_rn(x);
+    p[1] = __float2bfloat16_rn(y);
+  }
+}
+
 // vec_io: q and out are 8-byte aligned with even leading dimensions (float2 access).
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
@@ -389,33 +407,17 @@ __global__ void __launch_bounds__(kThreads)
     const float inv = 1.0f / row_sum[h];  // >= 1: every row sees its own key, whose weight is exp(0)
     const int64_t o_off = static_cast<int64_t>(seq.q_start + r0 + row) * a.ld_out +
                           static_cast<int64_t>(head) * kHeadDim;
-    if (a.out_dtype == DType::kBF16) {
-      __nv_bfloat16* o_row = static_cast<__nv_bfloat16*>(a.out) + o_off;
+    auto write = [&](auto* o_row) {
 #pragma unroll
       for (int i = 0; i < kDimTiles; ++i) {
         const int col = i * 8 + 2 * tq;
-        const float x = o_acc[i][2 * h] * inv, y = o_acc[i][2 * h + 1] * inv;
-        if (vec_io) {
-          *reinterpret_cast<__nv_bfloat162*>(o_row + col) = __floats2bfloat162_rn(x, y);
-        } else {
-          o_row[col] = __float2bfloat16_rn(x);
-          o_row[col + 1] = __float2bfloat16_rn(y);
-        }
+        storePair(o_row + col, o_acc[i][2 * h] * inv, o_acc[i][2 * h + 1] * inv, vec_io);
       }
-      continue;
-    }
-    float* o_row = static_cast<float*>(a.out) + o_off;
-#pragma unroll
-    for (int i = 0; i < kDimTiles; ++i) {
-      const int col = i * 8 + 2 * tq;
-      const float x = o_acc[i][2 * h] * inv, y = o_acc[i][2 * h + 1] * inv;
-      if (vec_io) {
-        *reinterpret_cast<float2*>(o_row + col) = make_float2(x, y);
-      } else {
-        o_row[col] = x;
-        o_row[col + 1] = y;
-      }
-    }
+    };
+    if (a.out_dtype == DType::kBF16)
+      write(static_cast<__nv_bfloat16*>(a.out) + o_off);
+    else
+      write(static_cast<float*>(a.out) + o_off);
   }
 }
 

@@ -21,16 +21,8 @@ cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out,
                            cudaStream_t stream) {
   // Row-major out[m, n] = x W^T is column-major out^T[n, m] = W^T x^T with W stored
   // column-major [k, n] (ld k) used transposed and x^T column-major [k, m] (ld ldx).
-  const std::array<int64_t, 7> shape{m, n, k, ldc, ldx, static_cast<int64_t>(out_type),
-                                     static_cast<int64_t>(workspace_bytes)};
-  uint64_t key = 0xcbf29ce484222325ull;
-  for (int64_t v : shape) key = (key ^ static_cast<uint64_t>(v)) * 0x100000001B3ull;
-  auto it = plans_.find(key);
-  if (it != plans_.end() && it->second.shape != shape) {
-    destroy(it->second);
-    plans_.erase(it);
-    it = plans_.end();
-  }
+  const Shape shape{m, n, k, ldc, ldx, static_cast<int64_t>(out_type), static_cast<int64_t>(workspace_bytes)};
+  auto it = plans_.find(shape);
   if (it == plans_.end()) {
     if (plans_.size() > 4096) {  // many distinct batch sizes: start over
       for (auto& [k2, p] : plans_) destroy(p);
@@ -63,8 +55,7 @@ cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out,
     }
     p.algo = result.algo;
     p.workspace = result.workspaceSize;
-    p.shape = shape;
-    it = plans_.emplace(key, p).first;
+    it = plans_.emplace(shape, p).first;
   }
   const Plan& p = it->second;
   const float one = 1.0f, zero = 0.0f;

@@ -12,7 +12,7 @@
 
 #include <array>
 #include <cstdint>
-#include <unordered_map>
+#include <map>
 
 namespace llmrt {
 
@@ -36,11 +36,12 @@ class LtGemm {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
     size_t workspace = 0;
-    std::array<int64_t, 7> shape{};  // what the key hashes (a colliding key is rebuilt)
   };
+  // m, n, k, ldc, ldx, output type, workspace bytes
+  using Shape = std::array<int64_t, 7>;
   static void destroy(Plan& p);
   cublasLtHandle_t lt_ = nullptr;
-  std::unordered_map<uint64_t, Plan> plans_;
+  std::map<Shape, Plan> plans_;
 };
 
 }  // namespace llmrt

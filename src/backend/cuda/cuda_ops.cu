@@ -125,8 +125,6 @@ __global__ void toBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t
 // non-rotary features, and v written to the cache.
 template <typename T>
 __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
-  // (Letting the attention kernel launch before this one's wait, so it prefetches K/V during the
-  // q/k/v product, made batch-1 decode 0.2 ms per token slower on an H100: docs/perf.md.)
   pdlWait();
   pdlLaunchDependents();
   extern __shared__ float cs[];  // [2 * half]: cos, then sin
@@ -221,6 +219,18 @@ __global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int
   }
 }
 
+template <typename TI>
+void launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, void* out, DType out_dtype,
+                   int64_t ld_out, cudaStream_t stream) {
+  if (out_dtype == DType::kBF16)
+    launchPdl(siluMulKernel<TI, __nv_bfloat16>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
+              static_cast<__nv_bfloat16*>(out), ld_out);
+  else
+    launchPdl(siluMulKernel<TI, float>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
+              static_cast<float*>(out),
+                                                               ld_out);
+}
+
 int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 128); }
 
 }  // namespace
@@ -277,18 +287,6 @@ cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, in
   if (n == 0) return cudaSuccess;
   launchPdl(gatherKernel, n, threadsFor(cols), 0, stream, src, ld_src, rows, cols, out, ld_out);
   return cudaGetLastError();
-}
-
-template <typename TI>
-void launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, void* out, DType out_dtype,
-                   int64_t ld_out, cudaStream_t stream) {
-  if (out_dtype == DType::kBF16)
-    launchPdl(siluMulKernel<TI, __nv_bfloat16>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
-              static_cast<__nv_bfloat16*>(out), ld_out);
-  else
-    launchPdl(siluMulKernel<TI, float>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
-              static_cast<float*>(out),
-                                                               ld_out);
 }
 
 cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
