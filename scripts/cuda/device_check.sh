@@ -19,6 +19,10 @@ echo "== backend_ops_test"
 $C/backend_ops_test --gtest_brief=0 > "$OUT/ops.log" 2>&1
 echo "backend_ops_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/ops.log" | head -40
 
+echo "== device_sampling_test"
+$C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1
+echo "device_sampling_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran|us per step" "$OUT/sampling.log" | head -40
+
 echo "== end to end"
 python3 scripts/cuda/device_e2e.py $C/bin/llmrt tests/data/golden $C/models/stories260K-hf "$OUT" > "$OUT/e2e.log" 2>&1
 echo "device_e2e rc=$?"; grep -E "FAIL|failures" "$OUT/e2e.log" | head -40
@@ -36,6 +40,9 @@ if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   done
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16' > "$OUT/memcheck_ops.log" 2>&1
   echo "memcheck ops(bf16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
+  timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/device_sampling_test \
+    --gtest_filter='*Penalties*/cuda:*BadRows*/cuda:*ManySeeds*/cuda' > "$OUT/memcheck_sampling.log" 2>&1
+  echo "memcheck sampling rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_sampling.log" | head
 else
   echo "no compute-sanitizer at $SAN"
 fi

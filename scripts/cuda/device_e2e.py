@@ -80,14 +80,14 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-def run(model, ids, backend, dtype, max_tokens, extra=(), logits=None):
+def run(model, ids, backend, dtype, max_tokens, extra=(), logits=None, env=None):
     prompt_args = ["--prompt", ids] if isinstance(ids, str) else ["--input-ids", ",".join(map(str, ids))]
     cmd = [LLMRT, "generate", "--model", model, *prompt_args, "--max-tokens",
            str(max_tokens), "--ignore-eos", "--json", "--backend", backend, "--dtype", dtype,
            "--kv-cache-max-tokens", "8192", *extra]
     if logits:
         cmd += ["--output-logits-npy", logits]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     if p.returncode != 0:
         return None, p.stderr[-2000:]
     return json.loads(p.stdout), None
@@ -241,6 +241,35 @@ for dtype, env_extra, ref_name in [("float32", None, "cpu"), ("bfloat16", None, 
         print(f"info {tag}: {sum(got[i] == ref[i] for i in ref)}/{len(ref)} requests equal to the default kernels'")
         continue
     check(tag, same, f"{len(got)} requests {'equal' if same else 'DIFFER'} to {ref_name}")
+
+# 3. Sampling on the GPU (Backend::sampleRows) against sampling on the host (LLMRT_CUDA_DISABLE=sampling)
+# from the same CUDA logits: every token and logprob must agree (the kernel reproduces the host sampler;
+# only a draw within ~1e-12 of a token boundary could differ).
+SAMPLING = [
+    ["--n", "4", "--temperature", "0.8", "--seed", "7"],
+    ["--temperature", "1.0", "--top-k", "40", "--top-p", "0.9", "--seed", "3", "--logprobs", "5"],
+    ["--temperature", "0.7", "--min-p", "0.05", "--repetition-penalty", "1.3", "--presence-penalty", "0.4",
+     "--frequency-penalty", "0.3", "--seed", "11", "--logprobs", "2"],
+    ["--temperature", "1.2", "--top-p", "0.5", "--min-tokens", "30", "--seed", "5"],
+]
+for dtype in ("float32", "bfloat16"):
+    for si, flags in enumerate(SAMPLING):
+        tag = f"stories260K/gpu-sampling/{dtype}/{si}"
+        dev, err1 = run(STORIES, prompt, "cuda", dtype, 48, flags)
+        host, err2 = run(STORIES, prompt, "cuda", dtype, 48, flags, env={"LLMRT_CUDA_DISABLE": "sampling"})
+        if dev is None or host is None:
+            check(tag, False, "run failed: " + str(err1 or err2))
+            continue
+        d_ids = [o["output_ids"] for o in dev["outputs"]]
+        h_ids = [o["output_ids"] for o in host["outputs"]]
+        d_lp = json.dumps([o.get("logprobs") for o in dev["outputs"]])
+        detail = f"{len(d_ids)} x {len(d_ids[0])} tokens {'equal' if d_ids == h_ids else 'DIFFER'}"
+        if "--logprobs" in flags:
+            a = [[t["logprob"] for t in (o.get("logprobs") or [])] for o in dev["outputs"]]
+            b = [[t["logprob"] for t in (o.get("logprobs") or [])] for o in host["outputs"]]
+            md = max((abs(x - y) for u, v in zip(a, b) for x, y in zip(u, v)), default=0.0)
+            detail += f"; max |d logprob| {md:.2e}"
+        check(tag, d_ids == h_ids, detail + (f": gpu {d_ids} host {h_ids}" if d_ids != h_ids else ""))
 
 print(f"\n{len(failures)} failures" + (": " + ", ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/row_sampling.h"
 #include "core/tensor.h"
 #include "llmrt/status.h"
 
@@ -183,6 +184,23 @@ class Backend {
     (void)logits;
     (void)out;
     return unimplemented("argmaxRows: not supported by backend " + name());
+  }
+  // Whether sampleRows runs on the backend.
+  virtual bool hasSampling() const { return false; }
+  // Samples one token per logits row (F32 [rows.size(), vocab]) as the host Sampler
+  // does for the same inputs: penalties and masks (written into `logits` in place),
+  // greedy or temperature / top-k / top-p / min-p with the Philox uniform of
+  // (seed, step, sample_index), logprobs. Only `out` comes back to the host; a row
+  // that fails reports it in its RowSample::error. Waits until `out` is on the host.
+  virtual Status sampleRows(TensorView logits, std::span<const RowSampling> rows,
+                            std::span<const PenaltyToken> penalties, std::span<const int32_t> masked,
+                            std::span<RowSample> out) {
+    (void)logits;
+    (void)rows;
+    (void)penalties;
+    (void)masked;
+    (void)out;
+    return unimplemented("sampleRows: not supported by backend " + name());
   }
 };
 

@@ -79,6 +79,32 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
       out.assign(seqs.size(), StepSequenceResult{});
     }
   }
+  // Otherwise, when no logits go back to the caller and the backend samples, every
+  // row is sampled where the logits are: only tokens (and requested logprobs) come back.
+  if (logits.shape[0] > 0 && backend_.hasSampling() && use_device_sampling_) {
+    bool logits_wanted = false;
+    for (const StepSequence& s : seqs) logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
+    if (!logits_wanted) {
+      device_sampling_.clear();
+      for (const StepSequence& s : seqs)
+        if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);
+      if (static_cast<int64_t>(device_sampling_.rows().size()) != logits.shape[0])
+        return internalError("step: sampled sequences and logits rows disagree");
+      LLMRT_RETURN_IF_ERROR(device_sampling_.run(backend_, logits).withContext("sampling on the backend"));
+      size_t row = 0;
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        if (!seqs[i].sample) continue;
+        auto r = device_sampling_.result(row++, vocab);
+        if (!r.isOk()) {
+          out[i].error = r.status();
+          continue;
+        }
+        out[i].sampled = true;
+        out[i].sample = *r;
+      }
+      return out;
+    }
+  }
   if (logits.shape[0] > 0) {
     host_logits_.resize(static_cast<size_t>(logits.shape[0] * vocab));
     LLMRT_RETURN_IF_ERROR(backend_.copyToHost(logits, host_logits_.data()).withContext("logits to host"));

@@ -13,6 +13,7 @@
 #include "kv/kv_cache_manager.h"
 #include "llmrt/sampling_params.h"
 #include "model/llama_model.h"
+#include "runtime/device_sampling.h"
 #include "sampling/sampler.h"
 #include "sampling/sequence_state.h"
 
@@ -44,6 +45,10 @@ class ModelRunner {
   // Runs one step. Fails as a whole only when the model or the KV copies fail.
   Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs);
 
+  // Whether steps may sample on the backend when it can (Backend::hasSampling); on by
+  // default. Off: logits are copied to the host and sampled there.
+  void setDeviceSampling(bool on) { use_device_sampling_ = on; }
+
   // Counters since construction.
   uint64_t numSteps() const { return steps_; }
   uint64_t numComputedTokens() const { return computed_tokens_; }
@@ -60,6 +65,8 @@ class ModelRunner {
   Sampler sampler_;
   std::vector<float> host_logits_;  // this step's logits, copied from the backend
   std::vector<int32_t> argmax_;     // this step's greedy tokens, from Backend::argmaxRows
+  DeviceSamplingBatch device_sampling_;  // this step's rows for Backend::sampleRows
+  bool use_device_sampling_ = true;
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;
 };

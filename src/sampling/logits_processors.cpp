@@ -46,4 +46,10 @@ void applyMinTokensMask(std::span<float> logits, const SamplingParams& params,
   if (!params.ignore_eos) maskIds(logits, eos_ids);
 }
 
+void appendMinTokensMaskIds(const SamplingParams& params, std::span<const int32_t> eos_ids,
+                            std::vector<int32_t>& out) {
+  out.insert(out.end(), params.stop_token_ids.begin(), params.stop_token_ids.end());
+  if (!params.ignore_eos) out.insert(out.end(), eos_ids.begin(), eos_ids.end());
+}
+
 }  // namespace llmrt

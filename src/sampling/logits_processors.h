@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "llmrt/sampling_params.h"
 #include "sampling/sequence_state.h"
@@ -26,5 +27,10 @@ void applyPenalties(std::span<float> logits, const SamplingParams& params,
 // params.stop_token_ids and of `eos_ids` (unless params.ignore_eos) to -inf.
 void applyMinTokensMask(std::span<float> logits, const SamplingParams& params,
                         const SequenceSamplingState& state, std::span<const int32_t> eos_ids);
+
+// The ids applyMinTokensMask sets to -inf while the mask applies, appended to `out`
+// (for sampling that runs elsewhere, e.g. on a backend).
+void appendMinTokensMaskIds(const SamplingParams& params, std::span<const int32_t> eos_ids,
+                            std::vector<int32_t>& out);
 
 }  // namespace llmrt

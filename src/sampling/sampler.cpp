@@ -6,9 +6,9 @@
 #include <limits>
 
 #include "core/logging.h"
+#include "core/philox.h"
 #include "sampling/kernels.h"
 #include "sampling/logits_processors.h"
-#include "sampling/philox.h"
 
 namespace llmrt {
 namespace {
@@ -68,6 +68,13 @@ size_t topPPrefix(Candidate* c, size_t n, double target) {
 
 }  // namespace
 
+Status badLogitError(size_t index, float value) {
+  return invalidArgument(strprintf("Sampler::sample: logits[%zu] is %g; expected a finite number or -inf", index,
+                                   static_cast<double>(value)));
+}
+
+Status allMaskedError() { return invalidArgument("Sampler::sample: every token is masked (all logits are -inf)"); }
+
 float Sampler::probOf(float logit) const { return detail::fastExp((logit - max_logit_) * inv_temperature_); }
 
 Status Sampler::prepare(const float* logits, int64_t vocab, const SamplingParams& params,
@@ -108,14 +115,11 @@ Status Sampler::prepare(const float* logits, int64_t vocab, const SamplingParams
   if (scan.invalid) {
     for (size_t i = 0; i < v; ++i) {
       if (!(w_[i] < kInf)) {
-        return invalidArgument(
-            strprintf("Sampler::sample: logits[%zu] is %g; expected a finite number or -inf", i,
-                      static_cast<double>(w_[i])));
+        return badLogitError(i, w_[i]);
       }
     }
   }
-  if (scan.max == -kInf)
-    return invalidArgument("Sampler::sample: every token is masked (all logits are -inf)");
+  if (scan.max == -kInf) return allMaskedError();
   max_logit_ = scan.max;
   return Status::ok();
 }

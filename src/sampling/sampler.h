@@ -39,6 +39,11 @@ struct TokenProb {
   double prob;
 };
 
+// The errors sample() reports for unusable logits (also used where the sampling
+// runs on a backend and the row comes back with its error).
+Status badLogitError(size_t index, float value);  // a NaN or +inf at `index`
+Status allMaskedError();                          // every logit is -inf
+
 class Sampler {
  public:
   Sampler() = default;

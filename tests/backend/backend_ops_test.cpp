@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -179,7 +180,9 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
     return out;
   }
   std::pair<TensorView, TensorView> weight(const std::vector<float>& data, Shape shape) {
-    TensorView host(const_cast<float*>(data.data()), DType::kF32, shape);
+    // The CPU backend may use a float32 weight in place: keep the data alive for the test.
+    const std::vector<float>& kept = kept_weights_.emplace_back(data);
+    TensorView host(const_cast<float*>(kept.data()), DType::kF32, shape);
     std::vector<TensorView> parts{host};
     auto c = cpu_->loadWeight(parts, "w"), g = gpu_->loadWeight(parts, "w");
     EXPECT_TRUE(c.isOk() && g.isOk());
@@ -187,6 +190,7 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
   }
 
   std::mt19937 rng_{1234};
+  std::deque<std::vector<float>> kept_weights_;  // weights the CPU backend uses in place
   std::unique_ptr<Backend> cpu_, gpu_;
 };
 
@@ -483,7 +487,8 @@ TEST_P(BackendOps, PagedAttention) {
         if (gpu_->activationDtype() == DType::kBF16) {  // the output rounded to bf16 as well
           TensorView ob = gpu_->scratch(5, rows, Q, DType::kBF16);
           gpu_->attention(layer, columns(qg, 0, Q), c.heads, c.window, scale, ob);
-          expectClose(get(*gpu_, ob), ref, flash ? 6e-3 : 3e-3, flash ? 3e-2 : 1e-2,
+          // Rounding to bf16 alone moves an output of |v| < 8 by up to 2^-6 (half a bf16 step).
+          expectClose(get(*gpu_, ob), ref, flash ? 6e-3 : 3e-3, flash ? 3e-2 : 2e-2,
                       "attention (bf16 out) layer " + std::to_string(layer));
         }
       }

@@ -1,4 +1,4 @@
-#include "sampling/philox.h"
+#include "core/philox.h"
 
 #include <gtest/gtest.h>
 

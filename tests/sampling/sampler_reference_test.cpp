@@ -9,7 +9,7 @@
 #include <random>
 
 #include "sampling/kernels.h"
-#include "sampling/philox.h"
+#include "core/philox.h"
 #include "sampling/sampler.h"
 
 namespace llmrt {

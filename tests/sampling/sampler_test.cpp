@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sampling/philox.h"
+#include "core/philox.h"
 
 namespace llmrt {
 namespace {

@@ -36,6 +36,9 @@ void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
       ->check(CLI::IsMember({"guaranteed_no_evict", "max_utilization", "static_batch"}, CLI::ignore_case));
   cmd->add_option("--threads", f.threads, "CPU backend threads (0 = all cores)");
   cmd->add_option("--seed", f.seed, "Seed of the random prompts (default 0)");
+  cmd->add_option("--temperature", f.temperature, "Sampling temperature of every request (default 0: greedy)");
+  cmd->add_option("--top-k", f.top_k, "Top-k of every request (default 0: off)");
+  cmd->add_option("--top-p", f.top_p, "Top-p of every request (default 1: off)");
   cmd->add_option("--log-level", f.log_level, "trace | debug | info | warning | error | off");
 }
 
@@ -53,6 +56,11 @@ std::optional<std::string> checkRange(const std::string& flag, int64_t v, int64_
 
 std::optional<std::string> validateEngineFlags(const EngineFlags& f) {
   if (auto e = checkRange("--max-batch-size", f.max_batch_size, 1, 1 << 20)) return e;
+  if (!(f.temperature >= 0.0f && f.temperature <= 100.0f))
+    return "--temperature has value " + formatNumber(f.temperature) + "; expected a number in [0, 100]";
+  if (auto e = checkRange("--top-k", f.top_k, 0, 1 << 30)) return e;
+  if (!(f.top_p > 0.0f && f.top_p <= 1.0f))
+    return "--top-p has value " + formatNumber(f.top_p) + "; expected a number in (0, 1]";
   if (auto e = checkRange("--max-num-tokens", f.max_num_tokens, 1, int64_t{1} << 30)) return e;
   if (auto e = checkRange("--max-seq-len", f.max_seq_len, 0, int64_t{1} << 30)) return e;
   if (f.kv_max_tokens)
@@ -96,7 +104,10 @@ json engineConfigJson(const EngineFlags& f) {
             {"enable_block_reuse", f.enable_block_reuse},
             {"scheduler_policy", f.scheduler_policy},
             {"threads", f.threads},
-            {"seed", f.seed}};
+            {"seed", f.seed},
+            {"temperature", f.temperature},
+            {"top_k", f.top_k},
+            {"top_p", f.top_p}};
   j["kv_cache_free_gpu_memory_fraction"] = f.kv_fraction ? json(*f.kv_fraction) : json(nullptr);
   j["kv_cache_max_tokens"] = f.kv_max_tokens ? json(*f.kv_max_tokens) : json(nullptr);
   return j;
@@ -144,9 +155,11 @@ std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int6
   return prompts;
 }
 
-SamplingParams benchSamplingParams(int max_tokens) {
+SamplingParams benchSamplingParams(const EngineFlags& f, int max_tokens) {
   SamplingParams sp;
-  sp.temperature = 0.0f;
+  sp.temperature = f.temperature;
+  sp.top_k = f.top_k;
+  sp.top_p = f.top_p;
   sp.max_tokens = max_tokens;
   sp.min_tokens = 0;
   sp.ignore_eos = true;

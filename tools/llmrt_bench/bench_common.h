@@ -41,6 +41,10 @@ struct EngineFlags {
   bool enable_block_reuse = false;  // off: benchmarks measure computation, not reuse
   int threads = 0;                  // CPU backend threads
   uint32_t seed = 0;                // prompt generator seed
+  // Sampling of every request (default greedy); seeded, so runs repeat.
+  float temperature = 0.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
 };
 
 // Registers the engine flags on a subcommand.
@@ -67,7 +71,7 @@ int64_t effectiveMaxSeqLen(const EngineFlags& f, const ModelConfig& m);
 std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int64_t vocab);
 
 // Greedy, ignore_eos, exactly `max_tokens` tokens.
-SamplingParams benchSamplingParams(int max_tokens);
+SamplingParams benchSamplingParams(const EngineFlags& f, int max_tokens);
 
 // One generate() call with every token time-stamped on arrival (the engine's
 // loop thread calls the TokenCallback as each step's tokens are ready).

@@ -69,7 +69,7 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
 
   const auto prompts =
       randomPrompts(ef.seed, static_cast<size_t>(f.warmup + f.iters), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(static_cast<int>(f.output_len));
+  const SamplingParams sp = benchSamplingParams(ef, static_cast<int>(f.output_len));
   std::vector<double> ttft, itl, e2e, per_iter_decode;
   LlmStats before = llm.stats();
   for (int64_t it = 0; it < f.warmup + f.iters; ++it) {
@@ -136,7 +136,7 @@ int runPrefill(const EngineFlags& ef, const PrefillFlags& f) {
 
   const auto prompts =
       randomPrompts(ef.seed, static_cast<size_t>(f.warmup + f.iters), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(1);
+  const SamplingParams sp = benchSamplingParams(ef, 1);
   std::vector<double> ttft;
   LlmStats before = llm.stats();
   for (int64_t it = 0; it < f.warmup + f.iters; ++it) {
@@ -203,11 +203,11 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
   if (f.warmup > 0) {
     const auto warm =
         randomPrompts(ef.seed + 1000003u, static_cast<size_t>(f.warmup), f.input_len, m.vocab_size);
-    auto run = runTimed(llm, warm, benchSamplingParams(static_cast<int>(std::min<int64_t>(4, f.output_len))));
+    auto run = runTimed(llm, warm, benchSamplingParams(ef, static_cast<int>(std::min<int64_t>(4, f.output_len))));
     if (!run.isOk()) return fail("warm-up: " + run.status().message());
   }
   const auto prompts = randomPrompts(ef.seed, static_cast<size_t>(f.num_requests), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(static_cast<int>(f.output_len));
+  const SamplingParams sp = benchSamplingParams(ef, static_cast<int>(f.output_len));
   const LlmStats before = llm.stats();
   auto run = runTimed(llm, prompts, sp, f.progress_s);
   if (!run.isOk()) return fail(run.status().message());

@@ -267,7 +267,10 @@ cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a,
       launchPdl(decodeKernel<T, kPerLane>, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
   if (launched != cudaSuccess || a.splits == 1) return launched;
   const dim3 mgrid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(a.num_heads));
-  return launchPdl(mergeKernel, mgrid, g.head_dim >= 128 ? 128 : 64, a.splits * sizeof(float), stream, a,
+  // The weights' array is padded to whole 16-byte vectors plus one: the compiled merge loop reads
+  // wz in vectors and compute-sanitizer saw a read past splits * 4 bytes without the padding.
+  const size_t merge_smem = (static_cast<size_t>(a.splits + 3) / 4 + 1) * 4 * sizeof(float);
+  return launchPdl(mergeKernel, mgrid, g.head_dim >= 128 ? 128 : 64, merge_smem, stream, a,
                    static_cast<int>(g.head_dim));
 }
 

@@ -11,12 +11,6 @@
 #include "core/logging.h"
 
 namespace llmrt {
-namespace {
-int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
-int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }
-int64_t viewRowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : viewCols(t); }
-}  // namespace
-
 Status cudaStatus(cudaError_t err, const char* expr, const char* file, int line) {
   const StatusCode code =
       err == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
@@ -83,7 +77,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   }
   bool bf16_activations = options.weight_dtype == DType::kBF16;
   bool pdl = prop.major >= 9;  // programmatic dependent launch (cuda_pdl.h)
-  // Switches for measurements and diagnosis: LLMRT_CUDA_DISABLE=graphs,gemv,flash,bf16act,pdl
+  // Switches for measurements and diagnosis: LLMRT_CUDA_DISABLE=graphs,gemv,flash,bf16act,pdl,sampling
   // (comma-separated).
   if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
     const std::string v = off;
@@ -92,10 +86,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_flash_ = v.find("flash") == std::string::npos;
     bf16_activations = bf16_activations && v.find("bf16act") == std::string::npos;
     pdl = pdl && v.find("pdl") == std::string::npos;
+    b->use_sampling_ = v.find("sampling") == std::string::npos;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, bf16 activations "
-                   "%s, dependent launch %s)",
+                   "%s, dependent launch %s, sampling on the GPU %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
-                   bf16_activations ? "on" : "off", pdl ? "on" : "off");
+                   bf16_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
@@ -125,8 +120,9 @@ CudaBackend::~CudaBackend() {
   dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) (void)cudaFree(b.ptr);
-  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_}) (void)cudaFree(b->ptr);
-  for (Buffer* b : {&pinned_meta_, &argmax_host_}) (void)cudaFreeHost(b->ptr);
+  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_, &sample_in_, &sample_out_})
+    (void)cudaFree(b->ptr);
+  for (Buffer* b : {&pinned_meta_, &argmax_host_, &sample_in_host_, &sample_out_host_}) (void)cudaFreeHost(b->ptr);
   if (meta_copied_) (void)cudaEventDestroy(meta_copied_);
   (void)cudaFree(primary_);
   (void)cudaFreeHost(secondary_);
@@ -141,14 +137,14 @@ void CudaBackend::fail(Status s) {
   }
 }
 
-bool CudaBackend::reserve(Buffer& b, size_t bytes) {
+bool CudaBackend::reserve(Buffer& b, size_t bytes, bool used_by_graphs) {
   if (b.bytes >= bytes) return true;
   if (failed()) return false;
   if (capturing_) {
     fail(internalError(strprintf("a buffer must grow to %zu bytes while a step is being recorded", bytes)));
     return false;
   }
-  ++alloc_epoch_;  // recorded graphs may point into the old buffer
+  if (used_by_graphs) ++alloc_epoch_;  // recorded graphs may point into the old buffer
   size_t want = b.bytes == 0 ? bytes : std::max(bytes, b.bytes + b.bytes / 2);
   if (b.ptr) {
     // Wait for work in flight, so nothing still reads the old buffer.

@@ -29,6 +29,11 @@
 
 namespace llmrt {
 
+// A 2-D view's rows, columns and row stride (a 1-D view is one row).
+inline int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
+inline int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }
+inline int64_t viewRowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : viewCols(t); }
+
 // Keeps the first failure of a CUDA runtime call in `status`: "cudaMalloc(...) at file:line: <error>".
 Status cudaStatus(cudaError_t err, const char* expr, const char* file, int line);
 Status cublasStatus(cublasStatus_t err, const char* expr, const char* file, int line);
@@ -104,6 +109,9 @@ class CudaBackend final : public Backend {
 
   bool hasArgmax() const override { return true; }
   Status argmaxRows(const TensorView& logits, int32_t* out) override;
+  bool hasSampling() const override { return use_sampling_; }
+  Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
+                    std::span<const int32_t> masked, std::span<RowSample> out) override;
 
   // The first CUDA error seen by an op (OK when none).
   const Status& error() const { return error_; }
@@ -138,8 +146,9 @@ class CudaBackend final : public Backend {
   // An op's operand of an unsupported dtype fails the backend (as a CUDA error would).
   bool checkDtypes(const char* what, const TensorView& t, DType want);
   bool checkActivation(const char* what, const TensorView& t);  // F32 or BF16
-  // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure.
-  bool reserve(Buffer& b, size_t bytes);
+  // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure. A buffer
+  // that recorded graphs may read (`used_by_graphs`) drops them when it moves.
+  bool reserve(Buffer& b, size_t bytes, bool used_by_graphs = true);
   // Grows `b` (pinned host memory) to at least `bytes`, after the work in flight, which may
   // read it, has finished.
   Status reservePinned(Buffer& b, size_t bytes);
@@ -162,6 +171,10 @@ class CudaBackend final : public Backend {
   Buffer partial_;    // split-key attention partial states
   Buffer argmax_;     // argmax ids on the device
   Buffer argmax_host_;  // pinned: the ids on their way to the caller
+  Buffer sample_in_;         // sampleRows: rows, penalty tokens and masked ids on the device
+  Buffer sample_in_host_;    // pinned: the same, packed on the host
+  Buffer sample_out_;        // sampleRows: RowSample per row on the device
+  Buffer sample_out_host_;   // pinned: the same on their way to the caller
 
   // Step metadata: packed on the host (pinned), uploaded in one copy.
   HostStep step_;
@@ -196,6 +209,7 @@ class CudaBackend final : public Backend {
   bool use_graphs_ = true;
   bool use_gemv_ = true;
   bool use_flash_ = true;
+  bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)
   int split_waves_ = 2;  // decode attention: key splits until about this many CTAs per SM
   // Inputs of the products (normed rows, SiLU·mul, attention output) in bf16 when the weights are bf16.
   DType activation_dtype_ = DType::kF32;

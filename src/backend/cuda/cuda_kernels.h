@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "backend/row_sampling.h"
 #include "core/dtype.h"
 
 namespace llmrt::cuda {
@@ -101,6 +102,12 @@ cudaError_t initAttentionKernels();
 // or +inf or only -inf.
 cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
                        cudaStream_t stream);
+
+// Samples one token per row of logits [rows, vocab] (cuda_sampling.cu): params[r] says how;
+// penalties / masked are the step's lists the rows index into; the penalties and masks are
+// written into the logits. out[r] gets the token (or the row's error) and logprobs.
+cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
+                       const PenaltyToken* penalties, const int32_t* masked, RowSample* out, cudaStream_t stream);
 
 // out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 and m <= kGemvMaxRows: a bandwidth-bound
 // matrix-vector kernel reading x (F32 or BF16) directly; out F32 or BF16. Requires k % 8 == 0 and

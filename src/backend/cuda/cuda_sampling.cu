@@ -1,0 +1,455 @@
+// Sampling on the device (Backend::sampleRows): one CTA per logits row does what
+// the host Sampler (src/sampling/sampler.cpp) does for one sequence, so only the
+// token (and requested logprobs) cross to the host:
+//   penalties and min_tokens masks in place -> max / validity scan -> greedy argmax,
+//   or temperature probabilities, top-k cut, top-p cut, min-p, inverse-CDF draw
+//   with the Philox uniform of (seed, step, sample index) -> logprobs.
+//
+// Exactness: the probabilities use the host's exponential operation for operation
+// (no FMA contraction), so they are bit-identical to the host's. Masses are summed
+// in 2^-40 fixed point (integer sums, independent of order, so a row samples the same
+// token on every run); the host sums in double. The kept set under top-k is exact
+// (logit order, ties to the lower id); top-p and the draw agree with the host except
+// where a boundary falls within ~1e-12 of the target (a token whose probability is
+// below 2^-40 of the top one is never drawn).
+//
+// Selection without sorting: the k-th token in (logit desc, id asc) order, or the
+// token where the descending-order mass reaches a target, is found by a 4-pass radix
+// select over an order-preserving 32-bit key (256-bin shared histograms), then a
+// scan over the equal-keyed tokens in id order for the tie. A vocabulary of 128k
+// tokens costs one pass for greedy and up to ~13 passes (L2-resident) with top-k,
+// top-p and logprobs together.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/row_sampling.h"
+#include "core/philox.h"
+
+namespace llmrt::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+constexpr int kWarps = kThreads / 32;
+constexpr unsigned kFull = 0xffffffffu;
+constexpr float kFixedScale = 0x1p40f;  // probability 1 (the top token) = 2^40
+using u64 = unsigned long long;
+
+// fastExp of src/sampling/kernels.h (Cephes expf), the same operations in the same
+// order with explicit rounding (no FMA contraction): bit-identical results.
+__device__ __forceinline__ float fastExpDev(float x) {
+  const float xc = x > -88.0f ? x : -88.0f;  // also maps -inf and NaN, as selectFloat does
+  const float n = __fsub_rn(__fadd_rn(__fmul_rn(xc, 1.44269504088896341f), 12582912.0f), 12582912.0f);
+  float r = __fsub_rn(xc, __fmul_rn(n, 0.693359375f));
+  r = __fsub_rn(r, __fmul_rn(n, -2.12194440e-4f));
+  float p = 1.9875691500e-4f;
+  p = __fadd_rn(__fmul_rn(p, r), 1.3981999507e-3f);
+  p = __fadd_rn(__fmul_rn(p, r), 8.3334519073e-3f);
+  p = __fadd_rn(__fmul_rn(p, r), 4.1665795894e-2f);
+  p = __fadd_rn(__fmul_rn(p, r), 1.6666665459e-1f);
+  p = __fadd_rn(__fmul_rn(p, r), 5.0000001201e-1f);
+  const float y = __fadd_rn(__fadd_rn(__fmul_rn(p, __fmul_rn(r, r)), r), 1.0f);
+  const int32_t e = (static_cast<int32_t>(n) + 127) << 23;
+  const float v = __fmul_rn(y, __int_as_float(e));
+  return x >= -87.0f ? v : 0.0f;
+}
+
+// Ascending key = (logit descending); -0 and +0 are one value, as the host compares them.
+__device__ __forceinline__ uint32_t orderKey(float x) {
+  const uint32_t b = __float_as_uint(__fadd_rn(x, 0.0f));
+  const uint32_t ascending = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  return ~ascending;
+}
+
+struct Cut {
+  bool on = false;
+  uint32_t key = 0;
+  int32_t id = 0;
+  // Token (key k, id i) at or before the cut in (logit desc, id asc) order.
+  __device__ bool keeps(uint32_t k, int64_t i) const { return !on || k < key || (k == key && i <= id); }
+};
+
+struct Shared {
+  u64 hist[256];
+  u64 warp_u64[kWarps];
+  double warp_f64[kWarps];
+  float warp_f32[kWarps];
+  int32_t warp_i32[kWarps];
+  int32_t warp_i32b[kWarps];
+  u64 rest;
+  int32_t bin;
+  int32_t found;
+  int32_t result;
+  int32_t top_count;
+  float top_val[RowSample::kMaxTop];
+  int32_t top_id[RowSample::kMaxTop];
+};
+
+__device__ __forceinline__ u64 warpInclusiveScan(u64 v) {
+  const int lane = threadIdx.x & 31;
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 n = __shfl_up_sync(kFull, v, o);
+    if (lane >= o) v += n;
+  }
+  return v;
+}
+
+template <typename T>
+__device__ __forceinline__ T warpSum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
+  return v;
+}
+
+// Block-wide sums (every thread gets the result). Deterministic: fixed tree order.
+__device__ u64 blockSum(u64 v, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  v = warpSum(v);
+  if (lane == 0) sh.warp_u64[warp] = v;
+  __syncthreads();
+  u64 t = warpSum(lane < kWarps ? sh.warp_u64[lane] : 0ull);
+  __syncthreads();
+  return t;
+}
+__device__ double blockSum(double v, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  v = warpSum(v);
+  if (lane == 0) sh.warp_f64[warp] = v;
+  __syncthreads();
+  double t = warpSum(lane < kWarps ? sh.warp_f64[lane] : 0.0);
+  __syncthreads();
+  return t;
+}
+__device__ int32_t blockSum(int32_t v, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  v = warpSum(v);
+  if (lane == 0) sh.warp_i32[warp] = v;
+  __syncthreads();
+  int32_t t = warpSum(lane < kWarps ? sh.warp_i32[lane] : 0);
+  __syncthreads();
+  return t;
+}
+
+struct Row {
+  const float* x;
+  int64_t vocab;
+  float max;
+  float inv_t;
+
+  __device__ u64 fixedProb(float v) const {
+    return __float2ull_rz(__fmul_rn(fastExpDev(__fmul_rn(__fsub_rn(v, max), inv_t)), kFixedScale));
+  }
+};
+
+// The first index i (ascending) at which the running sum of w(0..i) reaches
+// target(total), where total is the sum of every w; -1 when it never does.
+// Each warp owns a contiguous segment; the warp holding the crossing walks it.
+template <typename W, typename Target>
+__device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t seg = ((n + kWarps - 1) / kWarps + 31) / 32 * 32;
+  const int64_t begin = warp * seg, end = min(n, begin + seg);
+  u64 s = 0;
+  for (int64_t i = begin + lane; i < end; i += 32) s += w(i);
+  s = warpSum(s);
+  if (lane == 0) sh.warp_u64[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    const u64 t = sh.warp_u64[lane];
+    const u64 incl = warpInclusiveScan(t);
+    const u64 target = target_of(__shfl_sync(kFull, incl, 31));
+    const unsigned ball = __ballot_sync(kFull, target > 0 && incl >= target);
+    if (lane == 0) sh.found = ball ? __ffs(ball) - 1 : -1;
+    if (ball && lane == __ffs(ball) - 1) sh.rest = target - (incl - t);
+  }
+  __syncthreads();
+  const int owner = sh.found;
+  if (owner >= 0 && warp == owner) {
+    const u64 rest = sh.rest;
+    u64 cum = 0;
+    for (int64_t base = begin; base < end; base += 32) {
+      const int64_t i = base + lane;
+      const u64 incl = warpInclusiveScan(i < end ? w(i) : 0ull);
+      const unsigned ball = __ballot_sync(kFull, cum + incl >= rest);
+      if (ball) {
+        if (lane == __ffs(ball) - 1) sh.result = static_cast<int32_t>(i);
+        break;
+      }
+      cum += __shfl_sync(kFull, incl, 31);
+    }
+  }
+  __syncthreads();
+  const int64_t r = owner >= 0 ? sh.result : -1;
+  __syncthreads();
+  return r;
+}
+
+// The token at which the cumulative weight, in (logit desc, id asc) order over the
+// tokens `within` keeps, reaches `target` (>= 1): weight 1 per token (by_mass false:
+// the target-th token) or its fixed-point probability. Returns the cut at that token;
+// `on` false when the total weight stays below target.
+__device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 target, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  uint32_t prefix = 0, mask = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += kThreads) sh.hist[b] = 0;
+    __syncthreads();
+    int run_bin = -1;
+    u64 run = 0;  // consecutive hits of one bin are added once (fewer shared atomics)
+    for (int64_t i = threadIdx.x; i < row.vocab; i += kThreads) {
+      const float v = row.x[i];
+      const uint32_t k = orderKey(v);
+      if ((k & mask) != prefix || !within.keeps(k, i)) continue;
+      const u64 w = by_mass ? row.fixedProb(v) : 1ull;
+      const int bin = static_cast<int>((k >> shift) & 255u);
+      if (bin != run_bin) {
+        if (run) atomicAdd(&sh.hist[run_bin], run);
+        run_bin = bin;
+        run = 0;
+      }
+      run += w;
+    }
+    if (run) atomicAdd(&sh.hist[run_bin], run);
+    __syncthreads();
+    if (warp == 0) {
+      u64 s = 0;
+      for (int j = 0; j < 8; ++j) s += sh.hist[lane * 8 + j];
+      const u64 incl = warpInclusiveScan(s);
+      const unsigned ball = __ballot_sync(kFull, incl >= target);
+      if (lane == 0) sh.found = ball != 0;
+      if (ball && lane == __ffs(ball) - 1) {
+        u64 cum = incl - s;
+        int b = lane * 8;
+        for (; b < lane * 8 + 7 && cum + sh.hist[b] < target; ++b) cum += sh.hist[b];
+        sh.bin = b;
+        sh.rest = target - cum;
+      }
+    }
+    __syncthreads();
+    if (!sh.found) {
+      __syncthreads();
+      return Cut{};
+    }
+    prefix |= static_cast<uint32_t>(sh.bin) << shift;
+    mask |= 255u << shift;
+    target = sh.rest;
+    __syncthreads();
+  }
+  // Every token of key `prefix` has the same logit (and probability): the cut is
+  // the r-th of them in id order.
+  u64 r = target;
+  if (by_mass) {
+    float v = 0.0f;  // the logit of key `prefix`
+    const uint32_t ascending = ~prefix;
+    v = __uint_as_float((ascending & 0x80000000u) ? (ascending & 0x7fffffffu) : ~ascending);
+    const u64 m = row.fixedProb(v);
+    r = m > 0 ? (target + m - 1) / m : 1ull;
+  }
+  const int64_t id = firstReaching(
+      row.vocab,
+      [&](int64_t i) -> u64 {
+        const uint32_t k = orderKey(row.x[i]);
+        return k == prefix && within.keeps(k, i) ? 1ull : 0ull;
+      },
+      [&](u64 total) { return r < total ? r : total; }, sh);
+  Cut c;
+  c.on = id >= 0;
+  c.key = prefix;
+  c.id = static_cast<int32_t>(id);
+  return c;
+}
+
+__global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t ld, int64_t vocab,
+                                                         const RowSampling* params, const PenaltyToken* penalties,
+                                                         const int32_t* masked, RowSample* out) {
+  __shared__ Shared sh;
+  const RowSampling p = params[blockIdx.x];
+  float* x = logits + blockIdx.x * ld;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+
+  // 1-2. Penalties, then the min_tokens mask (the listed tokens are distinct).
+  for (int32_t j = threadIdx.x; j < p.penalty_count; j += kThreads) {
+    const PenaltyToken t = penalties[p.penalty_begin + j];
+    if (t.token < 0 || t.token >= vocab) continue;
+    float v = x[t.token];
+    if (p.repetition_penalty != 1.0f && (t.in_prompt || t.generated_count > 0))
+      v = v > 0.0f ? __fdiv_rn(v, p.repetition_penalty) : __fmul_rn(v, p.repetition_penalty);
+    if ((p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && t.generated_count > 0)
+      v = __fsub_rn(v, __fadd_rn(__fmul_rn(p.frequency_penalty, static_cast<float>(t.generated_count)),
+                                 p.presence_penalty));
+    x[t.token] = v;
+  }
+  __syncthreads();
+  for (int32_t j = threadIdx.x; j < p.mask_count; j += kThreads) {
+    const int32_t id = masked[p.mask_begin + j];
+    if (id >= 0 && id < vocab) x[id] = -INFINITY;
+  }
+  __syncthreads();
+
+  // Max (first index of it) and the first NaN / +inf.
+  float best = -INFINITY;
+  int32_t best_i = 0x7fffffff, bad = 0x7fffffff;
+  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+    const float v = x[i];
+    if (!(v < INFINITY) && i < bad) bad = static_cast<int32_t>(i);
+    if (v > best) {  // strided ascending: the first of equal values stays
+      best = v;
+      best_i = static_cast<int32_t>(i);
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(kFull, best, o);
+    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
+    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
+    if (ov > best || (ov == best && oi < best_i)) {
+      best = ov;
+      best_i = oi;
+    }
+  }
+  if (lane == 0) {
+    sh.warp_f32[warp] = best;
+    sh.warp_i32[warp] = best_i;
+    sh.warp_i32b[warp] = bad;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kWarps; ++w) {
+      if (sh.warp_f32[w] > best || (sh.warp_f32[w] == best && sh.warp_i32[w] < best_i)) {
+        best = sh.warp_f32[w];
+        best_i = sh.warp_i32[w];
+      }
+      bad = min(bad, sh.warp_i32b[w]);
+    }
+    sh.warp_f32[0] = best;
+    sh.warp_i32[0] = best_i;
+    sh.warp_i32b[0] = bad;
+  }
+  __syncthreads();
+  best = sh.warp_f32[0];
+  best_i = sh.warp_i32[0];
+  bad = sh.warp_i32b[0];
+  __syncthreads();
+  RowSample& o = out[blockIdx.x];
+  if (bad != 0x7fffffff || best == -INFINITY) {
+    if (threadIdx.x == 0) {
+      o.token = -1;
+      o.error = bad != 0x7fffffff ? RowSample::kBadValue : RowSample::kAllMasked;
+      o.bad_index = bad != 0x7fffffff ? bad : -1;
+      o.bad_value = bad != 0x7fffffff ? x[bad] : 0.0f;
+      o.num_top = 0;
+    }
+    return;
+  }
+
+  Row row{x, vocab, best, 1.0f};
+  int32_t token = best_i;
+  if (!p.greedy) {
+    row.inv_t = __fdiv_rn(1.0f, p.temperature);
+    Cut cut;
+    if (p.top_k > 0 && p.top_k < vocab) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
+    if (p.top_p < 1.0f) {
+      u64 mass = 0;
+      for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+        const float v = x[i];
+        if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
+      }
+      mass = blockSum(mass, sh);
+      double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
+      const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
+      const Cut pc = selectCut(row, cut, true, target, sh);
+      if (pc.on) cut = pc;
+    }
+    const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
+    const double u = philoxUniform(p.seed, p.step, p.sample_index);
+    const int64_t t = firstReaching(
+        vocab,
+        [&](int64_t i) -> u64 {
+          const float v = x[i];
+          if (!cut.keeps(orderKey(v), i)) return 0ull;
+          if (min_prob > 0.0f &&
+              !(fastExpDev(__fmul_rn(__fsub_rn(v, row.max), row.inv_t)) >= min_prob))
+            return 0ull;
+          return row.fixedProb(v);
+        },
+        [&](u64 total) { return static_cast<u64>(u * static_cast<double>(total)) + 1ull; }, sh);
+    token = t >= 0 ? static_cast<int32_t>(t) : best_i;
+  }
+
+  // Logprobs of the processed logits at temperature 1.
+  int32_t num_top = 0;
+  float log_z = 0.0f;
+  if (p.num_logprobs >= 0) {
+    const float chosen = x[token];
+    double z = 0.0;
+    int32_t greater = 0;
+    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+      const float v = x[i];
+      z += fastExpDev(__fsub_rn(v, best));
+      greater += v > chosen;
+    }
+    z = blockSum(z, sh);
+    greater = blockSum(greater, sh);
+    log_z = static_cast<float>(log(z));
+    if (threadIdx.x == 0) {
+      o.logprob = __fsub_rn(__fsub_rn(chosen, best), log_z);
+      o.rank = greater + 1;
+    }
+    num_top = min(p.num_logprobs, static_cast<int32_t>(RowSample::kMaxTop));
+    if (vocab < num_top) num_top = static_cast<int32_t>(vocab);
+    if (num_top > 0) {
+      const Row raw{x, vocab, best, 1.0f};
+      const Cut top = selectCut(raw, Cut{}, false, static_cast<u64>(num_top), sh);
+      if (threadIdx.x == 0) sh.top_count = 0;
+      __syncthreads();
+      for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
+        const float v = x[i];
+        if (top.keeps(orderKey(v), i)) {
+          const int slot = atomicAdd(&sh.top_count, 1);
+          if (slot < RowSample::kMaxTop) {
+            sh.top_val[slot] = v;
+            sh.top_id[slot] = static_cast<int32_t>(i);
+          }
+        }
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        const int n = min(sh.top_count, num_top);
+        for (int a = 1; a < n; ++a) {  // insertion sort: logit desc, id asc
+          const float v = sh.top_val[a];
+          const int32_t id = sh.top_id[a];
+          int b = a;
+          while (b > 0 && (sh.top_val[b - 1] < v || (sh.top_val[b - 1] == v && sh.top_id[b - 1] > id))) {
+            sh.top_val[b] = sh.top_val[b - 1];
+            sh.top_id[b] = sh.top_id[b - 1];
+            --b;
+          }
+          sh.top_val[b] = v;
+          sh.top_id[b] = id;
+        }
+        for (int a = 0; a < n; ++a) {
+          o.top_ids[a] = sh.top_id[a];
+          o.top_logprobs[a] = __fsub_rn(__fsub_rn(sh.top_val[a], best), log_z);
+        }
+        num_top = n;
+      }
+    }
+  }
+  if (threadIdx.x == 0) {
+    o.token = token;
+    o.error = RowSample::kOk;
+    o.bad_index = -1;
+    o.num_top = num_top;
+  }
+}
+
+}  // namespace
+
+cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
+                       const PenaltyToken* penalties, const int32_t* masked, RowSample* out, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  sampleKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked,
+                                                                    out);
+  return cudaGetLastError();
+}
+
+}  // namespace llmrt::cuda

@@ -1,0 +1,383 @@
+// Sampling on a backend (Backend::sampleRows through DeviceSamplingBatch) against
+// the host Sampler, the specification. The same cases run on two backends:
+//  - "reference": a test backend whose sampleRows follows the row contract on the
+//    host (applies the listed penalties and masks, then samples with plain
+//    params). It checks, on every machine, that DeviceSamplingBatch resolves each
+//    sequence's penalties / min_tokens mask / seed stream / logprobs into rows
+//    and maps results and errors back exactly as the Sampler reports them.
+//  - "cuda": the CUDA kernel (skipped without the CUDA backend or a device).
+// Tokens must equal the Sampler's on every row (ties, -inf, top-k / top-p / min-p
+// boundaries, penalties, seeds, steps, sample indices); logprobs within 2e-5.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "runtime/device_sampling.h"
+#include "sampling/sampler.h"
+#if LLMRT_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace llmrt {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// A CPU backend whose sampleRows implements the row contract with the host Sampler.
+class ReferenceSamplingBackend final : public Backend {
+ public:
+  ReferenceSamplingBackend() : cpu_(1) {}
+  std::string name() const override { return "reference-sampling"; }
+  Device device() const override { return Device::kCpu; }
+  int numThreads() const override { return 1; }
+  uint64_t freeMemoryBytes() const override { return cpu_.freeMemoryBytes(); }
+  uint64_t totalMemoryBytes() const override { return cpu_.totalMemoryBytes(); }
+  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& n) override {
+    return cpu_.loadWeight(parts, n);
+  }
+  uint64_t weightBytes() const override { return cpu_.weightBytes(); }
+  TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype) override {
+    return cpu_.scratch(slot, rows, cols, dtype);
+  }
+  Status copyToHost(const TensorView& src, float* dst) override { return cpu_.copyToHost(src, dst); }
+  Status copyFromHost(const float* src, TensorView dst) override { return cpu_.copyFromHost(src, dst); }
+  Status allocateKvPools(const KvPoolGeometry& g, int64_t s) override { return cpu_.allocateKvPools(g, s); }
+  const KvPoolGeometry& kvGeometry() const override { return cpu_.kvGeometry(); }
+  Status copyKvBlocks(std::span<const KvBlockCopy> c) override { return cpu_.copyKvBlocks(c); }
+  Status readKvBlock(KvPoolKind p, int32_t b, float* d) override { return cpu_.readKvBlock(p, b, d); }
+  Status beginStep(const StepInputs& in) override { return cpu_.beginStep(in); }
+  void embedding(const TensorView& t, TensorView o) override { cpu_.embedding(t, o); }
+  void rmsNorm(const TensorView& x, const TensorView& w, float e, TensorView o) override { cpu_.rmsNorm(x, w, e, o); }
+  void addRmsNorm(TensorView r, const TensorView& x, const TensorView& w, float e, TensorView o) override {
+    cpu_.addRmsNorm(r, x, w, e, o);
+  }
+  void linear(const TensorView& x, const TensorView& w, const TensorView* b, TensorView o) override {
+    cpu_.linear(x, w, b, o);
+  }
+  void add(TensorView x, const TensorView& y) override { cpu_.add(x, y); }
+  void gatherLogitRows(const TensorView& s, TensorView o) override { cpu_.gatherLogitRows(s, o); }
+  void siluMul(const TensorView& g, TensorView o) override { cpu_.siluMul(g, o); }
+  void ropeWriteKv(int64_t l, TensorView q, TensorView k, const TensorView& v, int64_t hd) override {
+    cpu_.ropeWriteKv(l, q, k, v, hd);
+  }
+  void attention(int64_t l, const TensorView& q, int64_t h, int64_t w, float s, TensorView o) override {
+    cpu_.attention(l, q, h, w, s, o);
+  }
+
+  bool hasSampling() const override { return true; }
+  Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
+                    std::span<const int32_t> masked, std::span<RowSample> out) override {
+    const int64_t vocab = logits.shape[1];
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const RowSampling& p = rows[r];
+      float* x = logits.as<float>() + static_cast<int64_t>(r) * logits.strides[0];
+      for (int32_t j = 0; j < p.penalty_count; ++j) {
+        const PenaltyToken& t = penalties[static_cast<size_t>(p.penalty_begin + j)];
+        float& v = x[t.token];
+        if (p.repetition_penalty != 1.0f && (t.in_prompt || t.generated_count > 0))
+          v = v > 0.0f ? v / p.repetition_penalty : v * p.repetition_penalty;
+        if ((p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && t.generated_count > 0)
+          v -= p.frequency_penalty * static_cast<float>(t.generated_count) + p.presence_penalty;
+      }
+      for (int32_t j = 0; j < p.mask_count; ++j) x[masked[static_cast<size_t>(p.mask_begin + j)]] = kNegInf;
+      SamplingParams q;
+      q.temperature = p.greedy ? 0.0f : p.temperature;
+      q.top_k = p.top_k;
+      q.top_p = p.top_p;
+      q.min_p = p.min_p;
+      if (p.num_logprobs >= 0) q.logprobs = p.num_logprobs;
+      SequenceSamplingState st(q, {}, p.seed, p.sample_index);
+      for (uint64_t s = 0; s < p.step; ++s) st.accept(0);
+      RowSample& o = out[r];
+      o = RowSample{};
+      auto res = sampler_.sample(x, vocab, q, st, {});
+      if (!res.isOk()) {
+        o.error = RowSample::kAllMasked;
+        for (int64_t i = 0; i < vocab; ++i) {
+          if (!(x[i] < std::numeric_limits<float>::infinity())) {
+            o.error = RowSample::kBadValue;
+            o.bad_index = static_cast<int32_t>(i);
+            o.bad_value = x[i];
+            break;
+          }
+        }
+        continue;
+      }
+      o.token = res->token;
+      o.logprob = res->logprob;
+      o.rank = res->rank;
+      o.num_top = res->num_top;
+      for (int j = 0; j < res->num_top; ++j) {
+        o.top_ids[j] = res->top[static_cast<size_t>(j)].token;
+        o.top_logprobs[j] = res->top[static_cast<size_t>(j)].logprob;
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  CpuBackend cpu_;
+  Sampler sampler_;
+};
+
+// One row to sample: its logits and the sequence's controls.
+struct Case {
+  std::vector<float> logits;
+  SamplingParams params;
+  SequenceSamplingState state;
+};
+
+std::vector<float> randomLogits(int64_t vocab, float sigma, std::mt19937& rng, float quantum = 0.0f) {
+  std::normal_distribution<float> d(0.0f, sigma);
+  std::vector<float> v(static_cast<size_t>(vocab));
+  for (float& x : v) {
+    x = d(rng);
+    if (quantum > 0.0f) x = std::round(x / quantum) * quantum;  // many exact ties
+  }
+  return v;
+}
+
+// The sampling configurations every backend must reproduce exactly.
+std::vector<SamplingParams> configs() {
+  std::vector<SamplingParams> out;
+  auto add = [&](float t, int k, float p, float min_p) {
+    SamplingParams s;
+    s.temperature = t;
+    s.top_k = k;
+    s.top_p = p;
+    s.min_p = min_p;
+    out.push_back(s);
+  };
+  add(0.0f, 0, 1.0f, 0.0f);  // greedy
+  add(1.0f, 0, 1.0f, 0.0f);
+  add(0.7f, 0, 1.0f, 0.0f);
+  add(1.3f, 0, 1.0f, 0.0f);
+  add(1.0f, 1, 1.0f, 0.0f);
+  add(1.0f, 5, 1.0f, 0.0f);
+  add(0.8f, 50, 1.0f, 0.0f);
+  add(1.0f, 300, 1.0f, 0.0f);
+  add(1.0f, 5000, 1.0f, 0.0f);
+  add(1.0f, 0, 0.9f, 0.0f);
+  add(0.6f, 0, 0.5f, 0.0f);
+  add(1.0f, 0, 0.99f, 0.0f);
+  add(1.0f, 0, 1.0f, 0.05f);
+  add(1.5f, 0, 1.0f, 0.3f);
+  add(0.9f, 40, 0.95f, 0.02f);
+  add(1.0f, 2000, 0.8f, 0.0f);
+  return out;
+}
+
+class DeviceSampling : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "reference") {
+      backend_ = std::make_unique<ReferenceSamplingBackend>();
+      return;
+    }
+#if !LLMRT_HAVE_CUDA
+    GTEST_SKIP() << "this build has no CUDA backend (LLMRT_CUDA=OFF)";
+#else
+    if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device found";
+    CudaBackendOptions o;
+    o.weight_dtype = DType::kF32;
+    o.kv_dtype = DType::kF32;
+    auto r = createCudaBackend(o);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    backend_ = std::move(*r);
+#endif
+  }
+
+  // Samples the cases on the backend (one step) and with the host Sampler; every token
+  // (or error) must agree, and logprobs closely.
+  void expectSameAsSampler(const std::vector<Case>& cases, std::span<const int32_t> eos, const std::string& what) {
+    ASSERT_FALSE(cases.empty());
+    const int64_t vocab = static_cast<int64_t>(cases[0].logits.size());
+    const int64_t rows = static_cast<int64_t>(cases.size());
+    std::vector<float> all;
+    all.reserve(static_cast<size_t>(rows * vocab));
+    DeviceSamplingBatch batch;
+    for (const Case& c : cases) {
+      all.insert(all.end(), c.logits.begin(), c.logits.end());
+      batch.add(c.params, c.state, eos);
+    }
+    TensorView logits = backend_->scratch(0, rows, vocab, DType::kF32);
+    ASSERT_TRUE(backend_->copyFromHost(all.data(), logits).isOk());
+    Status s = batch.run(*backend_, logits);
+    ASSERT_TRUE(s.isOk()) << what << ": " << s.toString();
+    Sampler sampler;
+    int mismatches = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      auto want = sampler.sample(c.logits.data(), vocab, c.params, c.state, eos);
+      auto got = batch.result(i, vocab);
+      ASSERT_EQ(want.isOk(), got.isOk()) << what << " row " << i << ": host " << want.status().toString()
+                                         << ", backend " << got.status().toString();
+      if (!want.isOk()) {
+        EXPECT_EQ(want.status().toString(), got.status().toString()) << what << " row " << i;
+        continue;
+      }
+      if (want->token != got->token) {
+        ++mismatches;
+        ADD_FAILURE() << what << " row " << i << ": host token " << want->token << ", backend " << got->token
+                      << " (t=" << c.params.temperature << " k=" << c.params.top_k << " p=" << c.params.top_p
+                      << " min_p=" << c.params.min_p << ")";
+        continue;
+      }
+      if (!c.params.logprobs) continue;
+      EXPECT_NEAR(want->logprob, got->logprob, 2e-5) << what << " row " << i;
+      EXPECT_EQ(want->rank, got->rank) << what << " row " << i;
+      ASSERT_EQ(want->num_top, got->num_top) << what << " row " << i;
+      for (int j = 0; j < want->num_top; ++j) {
+        EXPECT_EQ(want->top[static_cast<size_t>(j)].token, got->top[static_cast<size_t>(j)].token)
+            << what << " row " << i << " top " << j;
+        EXPECT_NEAR(want->top[static_cast<size_t>(j)].logprob, got->top[static_cast<size_t>(j)].logprob, 2e-5)
+            << what << " row " << i << " top " << j;
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << what;
+  }
+
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_P(DeviceSampling, EveryConfigurationMatchesTheHostSampler) {
+  std::mt19937 rng(7);
+  for (int64_t vocab : {1000, 32000, 128256}) {
+    for (float sigma : {1.0f, 3.0f, 8.0f}) {
+      std::vector<Case> cases;
+      uint64_t seed = 1000;
+      for (const SamplingParams& base : configs()) {
+        for (int rep = 0; rep < 3; ++rep) {
+          Case c;
+          c.logits = randomLogits(vocab, sigma, rng, rep == 2 ? 0.25f : 0.0f);
+          c.params = base;
+          c.params.seed = seed++;
+          c.state = SequenceSamplingState(c.params, {}, *c.params.seed, static_cast<uint32_t>(rep));
+          for (int s = 0; s < rep * 5; ++s) c.state.accept(0);  // later steps draw other uniforms
+          cases.push_back(std::move(c));
+        }
+      }
+      expectSameAsSampler(cases, {}, "vocab " + std::to_string(vocab) + " sigma " + std::to_string(sigma));
+    }
+  }
+}
+
+TEST_P(DeviceSampling, ManySeedsOnOneRow) {
+  // One distribution, 512 draws (seeds): exact agreement exercises the inverse CDF everywhere.
+  std::mt19937 rng(11);
+  const std::vector<float> logits = randomLogits(32000, 2.0f, rng);
+  for (const SamplingParams& base : {configs()[1], configs()[9], configs()[14]}) {
+    std::vector<Case> cases;
+    for (uint64_t seed = 0; seed < 512; ++seed) {
+      Case c{logits, base, {}};
+      c.params.seed = seed;
+      c.state = SequenceSamplingState(c.params, {}, seed, 0);
+      cases.push_back(std::move(c));
+    }
+    expectSameAsSampler(cases, {}, "512 seeds");
+  }
+}
+
+TEST_P(DeviceSampling, PenaltiesMinTokensAndLogprobs) {
+  std::mt19937 rng(3);
+  const int64_t vocab = 5000;
+  const std::vector<int32_t> eos = {2, 7};
+  std::uniform_int_distribution<int32_t> tok(0, 60);  // a small range, so tokens repeat
+  std::vector<Case> cases;
+  uint64_t seed = 77;
+  for (const SamplingParams& base : configs()) {
+    for (int variant = 0; variant < 4; ++variant) {
+      Case c;
+      c.logits = randomLogits(vocab, 2.0f, rng);
+      for (int i = 0; i < 60; ++i) c.logits[static_cast<size_t>(i)] += 4.0f;  // the repeated tokens are likely
+      c.params = base;
+      c.params.seed = seed++;
+      c.params.max_tokens = 100;
+      if (variant == 0 || variant == 3) c.params.repetition_penalty = 1.3f;
+      if (variant == 1 || variant == 3) {
+        c.params.frequency_penalty = 0.5f;
+        c.params.presence_penalty = -0.3f;
+      }
+      if (variant == 2) {
+        c.params.min_tokens = 50;  // EOS ids and stop ids masked
+        c.params.stop_token_ids = {11, 12};
+      }
+      c.params.logprobs = variant == 0 ? 0 : (variant == 1 ? 5 : 20);
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < 30; ++i) prompt.push_back(tok(rng));
+      c.state = SequenceSamplingState(c.params, prompt, *c.params.seed, 0);
+      for (int i = 0; i < 20; ++i) c.state.accept(tok(rng));
+      cases.push_back(std::move(c));
+    }
+  }
+  expectSameAsSampler(cases, eos, "penalties");
+}
+
+TEST_P(DeviceSampling, BadRowsReportTheSamplersErrors) {
+  std::mt19937 rng(5);
+  const int64_t vocab = 3000;
+  std::vector<Case> cases;
+  for (int i = 0; i < 4; ++i) {
+    Case c;
+    c.logits = randomLogits(vocab, 1.0f, rng);
+    c.params.temperature = i % 2 ? 1.0f : 0.0f;
+    c.params.seed = 1;
+    c.params.max_tokens = 10;
+    c.state = SequenceSamplingState(c.params, {}, 1, 0);
+    cases.push_back(std::move(c));
+  }
+  cases[0].logits[1234] = std::numeric_limits<float>::quiet_NaN();
+  cases[1].logits[17] = std::numeric_limits<float>::infinity();
+  cases[1].logits[2999] = std::numeric_limits<float>::quiet_NaN();
+  // Row 2: only the EOS ids are finite, and min_tokens masks them: nothing is left.
+  std::fill(cases[2].logits.begin(), cases[2].logits.end(), kNegInf);
+  cases[2].logits[2] = 1.0f;
+  cases[2].params.min_tokens = 5;
+  cases[2].state = SequenceSamplingState(cases[2].params, {}, 1, 0);
+  // Row 3 is fine: a bad row does not disturb its neighbours.
+  const std::vector<int32_t> eos = {2};
+  expectSameAsSampler(cases, eos, "bad rows");
+}
+
+TEST_P(DeviceSampling, TimingOfOneStep) {
+  // Informational: the cost of sampleRows for one decode step at Llama-3's vocabulary.
+  if (GetParam() == "reference") GTEST_SKIP() << "timing is for device backends";
+  std::mt19937 rng(9);
+  const int64_t vocab = 128256;
+  for (int rows : {1, 64, 256}) {
+    for (const SamplingParams& base : {configs()[0], configs()[1], configs()[14]}) {
+      std::vector<float> all;
+      DeviceSamplingBatch batch;
+      for (int r = 0; r < rows; ++r) {
+        std::vector<float> l = randomLogits(vocab, 2.0f, rng);
+        all.insert(all.end(), l.begin(), l.end());
+        SamplingParams p = base;
+        p.seed = static_cast<uint64_t>(r);
+        batch.add(p, SequenceSamplingState(p, {}, *p.seed, 0), {});
+      }
+      TensorView logits = backend_->scratch(0, rows, vocab, DType::kF32);
+      ASSERT_TRUE(backend_->copyFromHost(all.data(), logits).isOk());
+      ASSERT_TRUE(batch.run(*backend_, logits).isOk());  // warm-up
+      const int reps = 20;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < reps; ++i) ASSERT_TRUE(batch.run(*backend_, logits).isOk());
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+      std::printf("sampleRows vocab %lld, %d rows, t=%.1f k=%d p=%.2f min_p=%.2f: %.1f us per step\n",
+                  static_cast<long long>(vocab), rows, static_cast<double>(base.temperature), base.top_k,
+                  static_cast<double>(base.top_p), static_cast<double>(base.min_p), us);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceSampling, ::testing::Values("reference", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace llmrt
