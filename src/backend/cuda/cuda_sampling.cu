@@ -7,8 +7,10 @@
 //
 // Exactness: the probabilities use the host's exponential operation for operation
 // (no FMA contraction), so they are bit-identical to the host's. Masses are summed
-// in 2^-40 fixed point (integer sums, independent of order, so a row samples the same
-// token on every run); the host sums in double. The kept set under top-k is exact
+// in 2^-40 fixed point, each probability rounded to nearest (integer sums, independent
+// of order, so a row samples the same token on every run); the host sums in double.
+// (Truncating instead of rounding biased the cumulative sums by ~n * 2^-41 and moved
+// one draw in ~2,000 to the neighbouring token at a 128k vocabulary.) The kept set under top-k is exact
 // (logit order, ties to the lower id); top-p and the draw agree with the host except
 // where a boundary falls within ~1e-12 of the target (a token whose probability is
 // below 2^-40 of the top one is never drawn).
@@ -60,6 +62,26 @@ __device__ __forceinline__ uint32_t orderKey(float x) {
   const uint32_t b = __float_as_uint(__fadd_rn(x, 0.0f));
   const uint32_t ascending = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
   return ~ascending;
+}
+
+// Calls f(i, x[i]) for this thread's indices i = threadIdx.x + m * kThreads, ascending,
+// with kLoads loads in flight (one load at a time leaves a lone CTA latency-bound).
+constexpr int kLoads = 8;
+template <typename F>
+__device__ __forceinline__ void forEachValue(const float* x, int64_t n, F f) {
+  for (int64_t base = threadIdx.x; base < n; base += kLoads * kThreads) {
+    float v[kLoads];
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int64_t i = base + static_cast<int64_t>(j) * kThreads;
+      v[j] = i < n ? x[i] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kLoads; ++j) {
+      const int64_t i = base + static_cast<int64_t>(j) * kThreads;
+      if (i < n) f(i, v[j]);
+    }
+  }
 }
 
 struct Cut {
@@ -137,35 +159,65 @@ struct Row {
   float inv_t;
 
   __device__ u64 fixedProb(float v) const {
-    return __float2ull_rz(__fmul_rn(fastExpDev(__fmul_rn(__fsub_rn(v, max), inv_t)), kFixedScale));
+    return __float2ull_rn(__fmul_rn(fastExpDev(__fmul_rn(__fsub_rn(v, max), inv_t)), kFixedScale));
   }
 };
 
 // The first index i (ascending) at which the running sum of w(0..i) reaches
 // target(total), where total is the sum of every w; -1 when it never does.
-// Each warp owns a contiguous segment; the warp holding the crossing walks it.
+// Narrowing: the range is cut into one contiguous segment per warp, the warps sum
+// their segments (8 loads per lane in flight), warp 0 finds the segment holding the
+// crossing; repeated until a segment is short enough for one warp to walk.
 template <typename W, typename Target>
 __device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int64_t seg = ((n + kWarps - 1) / kWarps + 31) / 32 * 32;
-  const int64_t begin = warp * seg, end = min(n, begin + seg);
-  u64 s = 0;
-  for (int64_t i = begin + lane; i < end; i += 32) s += w(i);
-  s = warpSum(s);
-  if (lane == 0) sh.warp_u64[warp] = s;
-  __syncthreads();
-  if (warp == 0) {
-    const u64 t = sh.warp_u64[lane];
-    const u64 incl = warpInclusiveScan(t);
-    const u64 target = target_of(__shfl_sync(kFull, incl, 31));
-    const unsigned ball = __ballot_sync(kFull, target > 0 && incl >= target);
-    if (lane == 0) sh.found = ball ? __ffs(ball) - 1 : -1;
-    if (ball && lane == __ffs(ball) - 1) sh.rest = target - (incl - t);
+  int64_t begin = 0, end = n;
+  u64 rest = 0;
+  bool first = true;
+  while (end - begin > 256) {
+    const int64_t seg = ((end - begin + kWarps - 1) / kWarps + 31) / 32 * 32;
+    const int64_t b = begin + warp * seg, e = min(end, b + seg);
+    u64 s = 0;
+    for (int64_t base = b + lane; base < e; base += 32 * kLoads) {
+      u64 part[kLoads];
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) {
+        const int64_t i = base + 32 * j;
+        part[j] = i < e ? w(i) : 0ull;
+      }
+#pragma unroll
+      for (int j = 0; j < kLoads; ++j) s += part[j];
+    }
+    s = warpSum(s);
+    if (lane == 0) sh.warp_u64[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+      const u64 t = sh.warp_u64[lane];
+      const u64 incl = warpInclusiveScan(t);
+      const u64 target = first ? target_of(__shfl_sync(kFull, incl, 31)) : rest;
+      const unsigned ball = __ballot_sync(kFull, target > 0 && incl >= target);
+      if (lane == 0) sh.found = ball ? __ffs(ball) - 1 : -1;
+      if (ball && lane == __ffs(ball) - 1) sh.rest = target - (incl - t);
+    }
+    __syncthreads();
+    const int owner = sh.found;
+    rest = sh.rest;
+    __syncthreads();
+    if (owner < 0) return -1;
+    begin = begin + owner * seg;
+    end = min(end, begin + seg);
+    first = false;
   }
-  __syncthreads();
-  const int owner = sh.found;
-  if (owner >= 0 && warp == owner) {
-    const u64 rest = sh.rest;
+  if (first) {  // a short range: its total first
+    u64 s = 0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) s += w(i);
+    const u64 total = blockSum(s, sh);
+    rest = target_of(total);
+    if (rest == 0 || rest > total) return -1;
+  }
+  if (warp == 0) {
+    if (lane == 0) sh.result = -1;
+    __syncwarp();
     u64 cum = 0;
     for (int64_t base = begin; base < end; base += 32) {
       const int64_t i = base + lane;
@@ -179,7 +231,7 @@ __device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
     }
   }
   __syncthreads();
-  const int64_t r = owner >= 0 ? sh.result : -1;
+  const int64_t r = sh.result;
   __syncthreads();
   return r;
 }
@@ -196,10 +248,9 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
     __syncthreads();
     int run_bin = -1;
     u64 run = 0;  // consecutive hits of one bin are added once (fewer shared atomics)
-    for (int64_t i = threadIdx.x; i < row.vocab; i += kThreads) {
-      const float v = row.x[i];
+    forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
       const uint32_t k = orderKey(v);
-      if ((k & mask) != prefix || !within.keeps(k, i)) continue;
+      if ((k & mask) != prefix || !within.keeps(k, i)) return;
       const u64 w = by_mass ? row.fixedProb(v) : 1ull;
       const int bin = static_cast<int>((k >> shift) & 255u);
       if (bin != run_bin) {
@@ -208,7 +259,7 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
         run = 0;
       }
       run += w;
-    }
+    });
     if (run) atomicAdd(&sh.hist[run_bin], run);
     __syncthreads();
     if (warp == 0) {
@@ -289,14 +340,13 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   // Max (first index of it) and the first NaN / +inf.
   float best = -INFINITY;
   int32_t best_i = 0x7fffffff, bad = 0x7fffffff;
-  for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-    const float v = x[i];
+  forEachValue(x, vocab, [&](int64_t i, float v) {
     if (!(v < INFINITY) && i < bad) bad = static_cast<int32_t>(i);
     if (v > best) {  // strided ascending: the first of equal values stays
       best = v;
       best_i = static_cast<int32_t>(i);
     }
-  }
+  });
   for (int o = 16; o > 0; o >>= 1) {
     const float ov = __shfl_xor_sync(kFull, best, o);
     const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
@@ -349,10 +399,9 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     if (p.top_k > 0 && p.top_k < vocab) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
     if (p.top_p < 1.0f) {
       u64 mass = 0;
-      for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-        const float v = x[i];
+      forEachValue(x, vocab, [&](int64_t i, float v) {
         if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
-      }
+      });
       mass = blockSum(mass, sh);
       double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
       const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
@@ -382,11 +431,10 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     const float chosen = x[token];
     double z = 0.0;
     int32_t greater = 0;
-    for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-      const float v = x[i];
+    forEachValue(x, vocab, [&](int64_t, float v) {
       z += fastExpDev(__fsub_rn(v, best));
       greater += v > chosen;
-    }
+    });
     z = blockSum(z, sh);
     greater = blockSum(greater, sh);
     log_z = static_cast<float>(log(z));
@@ -401,8 +449,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
       const Cut top = selectCut(raw, Cut{}, false, static_cast<u64>(num_top), sh);
       if (threadIdx.x == 0) sh.top_count = 0;
       __syncthreads();
-      for (int64_t i = threadIdx.x; i < vocab; i += kThreads) {
-        const float v = x[i];
+      forEachValue(x, vocab, [&](int64_t i, float v) {
         if (top.keeps(orderKey(v), i)) {
           const int slot = atomicAdd(&sh.top_count, 1);
           if (slot < RowSample::kMaxTop) {
@@ -410,7 +457,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
             sh.top_id[slot] = static_cast<int32_t>(i);
           }
         }
-      }
+      });
       __syncthreads();
       if (threadIdx.x == 0) {
         const int n = min(sh.top_count, num_top);
