@@ -83,8 +83,16 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
   // row is sampled where the logits are: only tokens (and requested logprobs) come back.
   if (logits.shape[0] > 0 && backend_.hasSampling() && use_device_sampling_) {
     bool logits_wanted = false;
-    for (const StepSequence& s : seqs) logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
-    if (!logits_wanted) {
+    int truncating = 0;  // rows with top-k / top-p
+    for (const StepSequence& s : seqs) {
+      logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
+      if (s.sample && !s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < vocab) || s.params->top_p < 1.0f))
+        ++truncating;
+    }
+    // Top-k / top-p rows cost the CUDA kernel ~1.4 ms per step whatever the row count (one SM
+    // per row, radix passes); the host needs ~0.2 ms per row (docs/perf.md). So a step of a
+    // few such rows samples on the host.
+    if (!logits_wanted && (truncating == 0 || logits.shape[0] > kHostSamplingMaxTruncatingRows)) {
       device_sampling_.clear();
       for (const StepSequence& s : seqs)
         if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);

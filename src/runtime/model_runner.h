@@ -48,6 +48,8 @@ class ModelRunner {
   // Whether steps may sample on the backend when it can (Backend::hasSampling); on by
   // default. Off: logits are copied to the host and sampled there.
   void setDeviceSampling(bool on) { use_device_sampling_ = on; }
+  // Steps with top-k / top-p rows and at most this many sampled rows sample on the host.
+  static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
 
   // Counters since construction.
   uint64_t numSteps() const { return steps_; }

@@ -7,10 +7,11 @@
 //
 // Exactness: the probabilities use the host's exponential operation for operation
 // (no FMA contraction), so they are bit-identical to the host's. Masses are summed
-// in 2^-40 fixed point, each probability rounded to nearest (integer sums, independent
-// of order, so a row samples the same token on every run); the host sums in double.
-// (Truncating instead of rounding biased the cumulative sums by ~n * 2^-41 and moved
-// one draw in ~2,000 to the neighbouring token at a 128k vocabulary.) The kept set under top-k is exact
+// for the top-p cut in 2^-40 fixed point, each probability rounded to nearest (integer
+// sums, independent of order); the draw sums the float probabilities in double as the
+// host does, in a fixed tree order, so a row samples the same token on every run.
+// (A fixed-point draw moved one draw in ~2,000 to a neighbouring token at a 128k
+// vocabulary: the probabilities below 2^-41 that it drops add up.) The kept set under top-k is exact
 // (logit order, ties to the lower id); top-p and the draw agree with the host except
 // where a boundary falls within ~1e-12 of the target (a token whose probability is
 // below 2^-40 of the top one is never drawn).
@@ -108,10 +109,11 @@ struct Shared {
   int32_t top_id[RowSample::kMaxTop];
 };
 
-__device__ __forceinline__ u64 warpInclusiveScan(u64 v) {
+template <typename T>
+__device__ __forceinline__ T warpInclusiveScan(T v) {
   const int lane = threadIdx.x & 31;
   for (int o = 1; o < 32; o <<= 1) {
-    const u64 n = __shfl_up_sync(kFull, v, o);
+    const T n = __shfl_up_sync(kFull, v, o);
     if (lane >= o) v += n;
   }
   return v;
@@ -164,44 +166,48 @@ struct Row {
 };
 
 // The first index i (ascending) at which the running sum of w(0..i) reaches
-// target(total), where total is the sum of every w; -1 when it never does.
+// target(total) (kStrict: exceeds it), where total is the sum of every w; -1 when
+// it never does. T is u64 (counts, fixed-point masses) or double (the draw: the host
+// sums float probabilities in double and takes the first cumulative sum > u * total).
 // Narrowing: the range is cut into one contiguous segment per warp, the warps sum
 // their segments (8 loads per lane in flight), warp 0 finds the segment holding the
 // crossing; repeated until a segment is short enough for one warp to walk.
-template <typename W, typename Target>
+template <typename T, bool kStrict, typename W, typename Target>
 __device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
+  auto reached = [](T cum, T target) { return kStrict ? cum > target : (target > T(0) && cum >= target); };
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   int64_t begin = 0, end = n;
-  u64 rest = 0;
+  T rest = 0;
   bool first = true;
   while (end - begin > 256) {
     const int64_t seg = ((end - begin + kWarps - 1) / kWarps + 31) / 32 * 32;
     const int64_t b = begin + warp * seg, e = min(end, b + seg);
-    u64 s = 0;
+    T s = 0;
     for (int64_t base = b + lane; base < e; base += 32 * kLoads) {
-      u64 part[kLoads];
+      T part[kLoads];
 #pragma unroll
       for (int j = 0; j < kLoads; ++j) {
         const int64_t i = base + 32 * j;
-        part[j] = i < e ? w(i) : 0ull;
+        part[j] = i < e ? w(i) : T(0);
       }
 #pragma unroll
       for (int j = 0; j < kLoads; ++j) s += part[j];
     }
     s = warpSum(s);
-    if (lane == 0) sh.warp_u64[warp] = s;
+    T* sums = reinterpret_cast<T*>(sh.warp_u64);
+    if (lane == 0) sums[warp] = s;
     __syncthreads();
     if (warp == 0) {
-      const u64 t = sh.warp_u64[lane];
-      const u64 incl = warpInclusiveScan(t);
-      const u64 target = first ? target_of(__shfl_sync(kFull, incl, 31)) : rest;
-      const unsigned ball = __ballot_sync(kFull, target > 0 && incl >= target);
+      const T t = sums[lane];
+      const T incl = warpInclusiveScan(t);
+      const T target = first ? target_of(__shfl_sync(kFull, incl, 31)) : rest;
+      const unsigned ball = __ballot_sync(kFull, reached(incl, target));
       if (lane == 0) sh.found = ball ? __ffs(ball) - 1 : -1;
-      if (ball && lane == __ffs(ball) - 1) sh.rest = target - (incl - t);
+      if (ball && lane == __ffs(ball) - 1) *reinterpret_cast<T*>(&sh.rest) = target - (incl - t);
     }
     __syncthreads();
     const int owner = sh.found;
-    rest = sh.rest;
+    rest = *reinterpret_cast<T*>(&sh.rest);
     __syncthreads();
     if (owner < 0) return -1;
     begin = begin + owner * seg;
@@ -209,20 +215,20 @@ __device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
     first = false;
   }
   if (first) {  // a short range: its total first
-    u64 s = 0;
+    T s = 0;
     for (int64_t i = begin + threadIdx.x; i < end; i += kThreads) s += w(i);
-    const u64 total = blockSum(s, sh);
+    const T total = blockSum(s, sh);
     rest = target_of(total);
-    if (rest == 0 || rest > total) return -1;
+    if (!reached(total, rest)) return -1;
   }
   if (warp == 0) {
     if (lane == 0) sh.result = -1;
     __syncwarp();
-    u64 cum = 0;
+    T cum = 0;
     for (int64_t base = begin; base < end; base += 32) {
       const int64_t i = base + lane;
-      const u64 incl = warpInclusiveScan(i < end ? w(i) : 0ull);
-      const unsigned ball = __ballot_sync(kFull, cum + incl >= rest);
+      const T incl = warpInclusiveScan(i < end ? w(i) : T(0));
+      const unsigned ball = __ballot_sync(kFull, reached(cum + incl, rest));
       if (ball) {
         if (lane == __ffs(ball) - 1) sh.result = static_cast<int32_t>(i);
         break;
@@ -296,7 +302,7 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
     const u64 m = row.fixedProb(v);
     r = m > 0 ? (target + m - 1) / m : 1ull;
   }
-  const int64_t id = firstReaching(
+  const int64_t id = firstReaching<u64, false>(
       row.vocab,
       [&](int64_t i) -> u64 {
         const uint32_t k = orderKey(row.x[i]);
@@ -410,17 +416,15 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     }
     const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
     const double u = philoxUniform(p.seed, p.step, p.sample_index);
-    const int64_t t = firstReaching(
+    const int64_t t = firstReaching<double, true>(
         vocab,
-        [&](int64_t i) -> u64 {
+        [&](int64_t i) -> double {
           const float v = x[i];
-          if (!cut.keeps(orderKey(v), i)) return 0ull;
-          if (min_prob > 0.0f &&
-              !(fastExpDev(__fmul_rn(__fsub_rn(v, row.max), row.inv_t)) >= min_prob))
-            return 0ull;
-          return row.fixedProb(v);
+          if (!cut.keeps(orderKey(v), i)) return 0.0;
+          const float prob = fastExpDev(__fmul_rn(__fsub_rn(v, row.max), row.inv_t));
+          return prob >= min_prob ? static_cast<double>(prob) : 0.0;
         },
-        [&](u64 total) { return static_cast<u64>(u * static_cast<double>(total)) + 1ull; }, sh);
+        [&](double total) { return u * total; }, sh);
     token = t >= 0 ? static_cast<int32_t>(t) : best_i;
   }
 
