@@ -7,7 +7,9 @@
 //    and maps results and errors back exactly as the Sampler reports them.
 //  - "cuda": the CUDA kernel (skipped without the CUDA backend or a device).
 // Tokens must equal the Sampler's on every row (ties, -inf, top-k / top-p / min-p
-// boundaries, penalties, seeds, steps, sample indices); logprobs within 2e-5.
+// boundaries, penalties, seeds, steps, sample indices), except a draw within 1e-6 of
+// the CDF boundary between the two tokens (the host sums in float blocks); logprobs
+// within 2e-5.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/philox.h"
 #include "runtime/device_sampling.h"
 #include "sampling/sampler.h"
 #if LLMRT_HAVE_CUDA
@@ -224,6 +227,16 @@ class DeviceSampling : public ::testing::TestWithParam<std::string> {
         continue;
       }
       if (want->token != got->token) {
+        // The host sums probabilities in float blocks (src/sampling/kernels.cpp), so its CDF is
+        // off by ~1e-7 of the total: a draw that lands that close to the boundary between the
+        // two tokens may go either way. Anything else is a failure.
+        const double gap = boundaryDistance(c, vocab, eos, want->token, got->token);
+        if (gap < 1e-6) {
+          ++boundary_cases_;
+          std::printf("%s row %zu: host %d, backend %d: u lies %.2e from their CDF boundary\n", what.c_str(), i,
+                      want->token, got->token, gap);
+          continue;
+        }
         ++mismatches;
         ADD_FAILURE() << what << " row " << i << ": host token " << want->token << ", backend " << got->token
                       << " (t=" << c.params.temperature << " k=" << c.params.top_k << " p=" << c.params.top_p
@@ -244,7 +257,36 @@ class DeviceSampling : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(mismatches, 0) << what;
   }
 
+  // How far the row's uniform lies from the CDF boundary between tokens a and b (both
+  // kept) in the host's kept distribution, computed in double in id order; 1 when either
+  // token is not kept or a token lies between them.
+  static double boundaryDistance(const Case& c, int64_t vocab, std::span<const int32_t> eos, int32_t a, int32_t b) {
+    Sampler sampler;
+    auto dist = sampler.distribution(c.logits.data(), vocab, c.params, c.state, eos);
+    if (!dist.isOk()) return 1.0;
+    const int32_t lo = std::min(a, b), hi = std::max(a, b);
+    double cdf = 0.0;
+    bool seen_lo = false;
+    for (const TokenProb& t : *dist) {
+      if (t.token > lo && t.token < hi && t.prob > 0.0) return 1.0;  // not neighbours
+      cdf += t.prob;
+      if (t.token == lo) {
+        seen_lo = true;
+        break;
+      }
+    }
+    if (!seen_lo) return 1.0;
+    const double u = philoxUniform(c.state.seed(), static_cast<uint64_t>(c.state.numGenerated()), c.state.sampleIndex());
+    return std::abs(u - cdf);
+  }
+
+  void TearDown() override {
+    // Boundary cases are rare (about one draw in 2,000 at a 128k vocabulary); many would mean a bias.
+    EXPECT_LE(boundary_cases_, 3) << "draws at a CDF boundary";
+  }
+
   std::unique_ptr<Backend> backend_;
+  int boundary_cases_ = 0;
 };
 
 TEST_P(DeviceSampling, EveryConfigurationMatchesTheHostSampler) {
