@@ -1,6 +1,19 @@
 #include "runtime/model_runner.h"
 
 namespace llmrt {
+namespace {
+
+// A sampled token, or the sequence's error (the other sequences of the step go on).
+void setSample(StepSequenceResult& out, Result<SampleResult> r) {
+  if (!r.isOk()) {
+    out.error = r.status();
+    return;
+  }
+  out.sampled = true;
+  out.sample = *r;
+}
+
+}  // namespace
 
 bool ModelRunner::plainGreedy(const StepSequence& s) {
   const SamplingParams& p = *s.params;
@@ -102,13 +115,7 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
       size_t row = 0;
       for (size_t i = 0; i < seqs.size(); ++i) {
         if (!seqs[i].sample) continue;
-        auto r = device_sampling_.result(row++, vocab);
-        if (!r.isOk()) {
-          out[i].error = r.status();
-          continue;
-        }
-        out[i].sampled = true;
-        out[i].sample = *r;
+        setSample(out[i], device_sampling_.result(row++, vocab));
       }
       return out;
     }
@@ -128,15 +135,7 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
       out[i].logits.assign(first, first + n_rows * vocab);
     }
     if (s.return_last_logits) out[i].last_logits.assign(last, last + vocab);
-    if (s.sample) {
-      auto r = sampler_.sample(last, vocab, *s.params, *s.state, eos_ids_);
-      if (!r.isOk()) {
-        out[i].error = r.status();
-        continue;
-      }
-      out[i].sampled = true;
-      out[i].sample = *r;
-    }
+    if (s.sample) setSample(out[i], sampler_.sample(last, vocab, *s.params, *s.state, eos_ids_));
   }
   return out;
 }
