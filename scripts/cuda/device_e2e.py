@@ -247,7 +247,7 @@ for dtype, env_extra, ref_name in [("float32", None, "cpu"), ("bfloat16", None, 
 # only a draw within ~1e-12 of a token boundary could differ).
 SAMPLING = [
     ["--n", "4", "--temperature", "0.8", "--seed", "7"],
-    # (more than ModelRunner::kHostSamplingMaxTruncatingRows rows, so top-k / top-p run on the GPU)
+    # (more than CudaBackend::kHostSamplingMaxTruncatingRows rows, so top-k / top-p run on the GPU)
     ["--n", "6", "--temperature", "1.0", "--top-k", "40", "--top-p", "0.9", "--seed", "3", "--logprobs", "5"],
     ["--temperature", "0.7", "--min-p", "0.05", "--repetition-penalty", "1.3", "--presence-penalty", "0.4",
      "--frequency-penalty", "0.3", "--seed", "11", "--logprobs", "2"],

@@ -185,8 +185,13 @@ class Backend {
     (void)out;
     return unimplemented("argmaxRows: not supported by backend " + name());
   }
-  // Whether sampleRows runs on the backend.
-  virtual bool hasSampling() const { return false; }
+  // Whether sampleRows should sample a step of `rows` logits rows, `truncating_rows` of
+  // them with top-k or top-p (the backend knows when the host would be faster).
+  virtual bool samplesStep(int64_t rows, int64_t truncating_rows) const {
+    (void)rows;
+    (void)truncating_rows;
+    return false;
+  }
   // Samples one token per logits row (F32 [rows.size(), vocab]) as the host Sampler
   // does for the same inputs: penalties and masks (written into `logits` in place),
   // greedy or temperature / top-k / top-p / min-p with the Philox uniform of

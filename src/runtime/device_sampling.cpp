@@ -7,6 +7,8 @@
 
 namespace llmrt {
 
+static_assert(RowSample::kMaxTop == SamplingParams::kMaxLogprobs, "a row returns every logprob a request may ask for");
+
 void DeviceSamplingBatch::clear() {
   rows_.clear();
   penalties_.clear();

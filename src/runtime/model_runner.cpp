@@ -94,18 +94,15 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
   }
   // Otherwise, when no logits go back to the caller and the backend samples, every
   // row is sampled where the logits are: only tokens (and requested logprobs) come back.
-  if (logits.shape[0] > 0 && backend_.hasSampling() && use_device_sampling_) {
+  if (logits.shape[0] > 0) {
     bool logits_wanted = false;
-    int truncating = 0;  // rows with top-k / top-p
+    int64_t truncating = 0;  // rows with top-k / top-p
     for (const StepSequence& s : seqs) {
       logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
       if (s.sample && !s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < vocab) || s.params->top_p < 1.0f))
         ++truncating;
     }
-    // Top-k / top-p rows cost the CUDA kernel ~1.4 ms per step whatever the row count (one SM
-    // per row, radix passes); the host needs ~0.2 ms per row (docs/perf.md). So a step of a
-    // few such rows samples on the host.
-    if (!logits_wanted && (truncating == 0 || logits.shape[0] > kHostSamplingMaxTruncatingRows)) {
+    if (!logits_wanted && backend_.samplesStep(logits.shape[0], truncating)) {
       device_sampling_.clear();
       for (const StepSequence& s : seqs)
         if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);

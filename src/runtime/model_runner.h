@@ -45,12 +45,6 @@ class ModelRunner {
   // Runs one step. Fails as a whole only when the model or the KV copies fail.
   Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs);
 
-  // Whether steps may sample on the backend when it can (Backend::hasSampling); on by
-  // default. Off: logits are copied to the host and sampled there.
-  void setDeviceSampling(bool on) { use_device_sampling_ = on; }
-  // Steps with top-k / top-p rows and at most this many sampled rows sample on the host.
-  static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
-
   // Counters since construction.
   uint64_t numSteps() const { return steps_; }
   uint64_t numComputedTokens() const { return computed_tokens_; }
@@ -68,7 +62,6 @@ class ModelRunner {
   std::vector<float> host_logits_;  // this step's logits, copied from the backend
   std::vector<int32_t> argmax_;     // this step's greedy tokens, from Backend::argmaxRows
   DeviceSamplingBatch device_sampling_;  // this step's rows for Backend::sampleRows
-  bool use_device_sampling_ = true;
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;
 };

@@ -74,7 +74,7 @@ class ReferenceSamplingBackend final : public Backend {
     cpu_.attention(l, q, h, w, s, o);
   }
 
-  bool hasSampling() const override { return true; }
+  bool samplesStep(int64_t, int64_t) const override { return true; }
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
                     std::span<const int32_t> masked, std::span<RowSample> out) override {
     const int64_t vocab = logits.shape[1];

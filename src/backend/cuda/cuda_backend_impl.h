@@ -109,7 +109,13 @@ class CudaBackend final : public Backend {
 
   bool hasArgmax() const override { return true; }
   Status argmaxRows(const TensorView& logits, int32_t* out) override;
-  bool hasSampling() const override { return use_sampling_; }
+  // Top-k / top-p rows cost the sampling kernel ~1.4 ms per step whatever the row count (one SM
+  // per row, radix passes); the host needs ~0.2 ms per such row (docs/perf.md). So a step of at
+  // most kHostSamplingMaxTruncatingRows rows that has one is left to the host.
+  static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
+  bool samplesStep(int64_t rows, int64_t truncating_rows) const override {
+    return use_sampling_ && (truncating_rows == 0 || rows > kHostSamplingMaxTruncatingRows);
+  }
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
                     std::span<const int32_t> masked, std::span<RowSample> out) override;
 

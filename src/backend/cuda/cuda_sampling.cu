@@ -64,6 +64,11 @@ __device__ __forceinline__ uint32_t orderKey(float x) {
   const uint32_t ascending = (b & 0x80000000u) ? ~b : (b | 0x80000000u);
   return ~ascending;
 }
+// The logit whose orderKey is k.
+__device__ __forceinline__ float keyValue(uint32_t k) {
+  const uint32_t ascending = ~k;
+  return __uint_as_float((ascending & 0x80000000u) ? (ascending & 0x7fffffffu) : ~ascending);
+}
 
 // Calls f(i, x[i]) for this thread's indices i = threadIdx.x + m * kThreads, ascending,
 // with kLoads loads in flight (one load at a time leaves a lone CTA latency-bound).
@@ -95,8 +100,7 @@ struct Cut {
 
 struct Shared {
   u64 hist[256];
-  u64 warp_u64[kWarps];
-  double warp_f64[kWarps];
+  u64 warp_u64[kWarps];  // per-warp partial sums (any 8-byte-or-smaller type)
   float warp_f32[kWarps];
   int32_t warp_i32[kWarps];
   int32_t warp_i32b[kWarps];
@@ -125,31 +129,17 @@ __device__ __forceinline__ T warpSum(T v) {
   return v;
 }
 
-// Block-wide sums (every thread gets the result). Deterministic: fixed tree order.
-__device__ u64 blockSum(u64 v, Shared& sh) {
+// Block-wide sum (every thread gets the result), for u64, double or int32_t.
+// Deterministic: a fixed tree order.
+template <typename T>
+__device__ T blockSum(T v, Shared& sh) {
+  static_assert(sizeof(T) <= sizeof(u64), "one 8-byte slot per warp");
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  T* sums = reinterpret_cast<T*>(sh.warp_u64);
   v = warpSum(v);
-  if (lane == 0) sh.warp_u64[warp] = v;
+  if (lane == 0) sums[warp] = v;
   __syncthreads();
-  u64 t = warpSum(lane < kWarps ? sh.warp_u64[lane] : 0ull);
-  __syncthreads();
-  return t;
-}
-__device__ double blockSum(double v, Shared& sh) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  v = warpSum(v);
-  if (lane == 0) sh.warp_f64[warp] = v;
-  __syncthreads();
-  double t = warpSum(lane < kWarps ? sh.warp_f64[lane] : 0.0);
-  __syncthreads();
-  return t;
-}
-__device__ int32_t blockSum(int32_t v, Shared& sh) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  v = warpSum(v);
-  if (lane == 0) sh.warp_i32[warp] = v;
-  __syncthreads();
-  int32_t t = warpSum(lane < kWarps ? sh.warp_i32[lane] : 0);
+  const T t = warpSum(lane < kWarps ? sums[lane] : T(0));
   __syncthreads();
   return t;
 }
@@ -160,9 +150,9 @@ struct Row {
   float max;
   float inv_t;
 
-  __device__ u64 fixedProb(float v) const {
-    return __float2ull_rn(__fmul_rn(fastExpDev(__fmul_rn(__fsub_rn(v, max), inv_t)), kFixedScale));
-  }
+  // The host Sampler's probability of logit v (relative to the top token's 1).
+  __device__ float prob(float v) const { return fastExpDev(__fmul_rn(__fsub_rn(v, max), inv_t)); }
+  __device__ u64 fixedProb(float v) const { return __float2ull_rn(__fmul_rn(prob(v), kFixedScale)); }
 };
 
 // The first index i (ascending) at which the running sum of w(0..i) reaches
@@ -296,10 +286,7 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
   // the r-th of them in id order.
   u64 r = target;
   if (by_mass) {
-    float v = 0.0f;  // the logit of key `prefix`
-    const uint32_t ascending = ~prefix;
-    v = __uint_as_float((ascending & 0x80000000u) ? (ascending & 0x7fffffffu) : ~ascending);
-    const u64 m = row.fixedProb(v);
+    const u64 m = row.fixedProb(keyValue(prefix));
     r = m > 0 ? (target + m - 1) / m : 1ull;
   }
   const int64_t id = firstReaching<u64, false>(
@@ -421,8 +408,8 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
         [&](int64_t i) -> double {
           const float v = x[i];
           if (!cut.keeps(orderKey(v), i)) return 0.0;
-          const float prob = fastExpDev(__fmul_rn(__fsub_rn(v, row.max), row.inv_t));
-          return prob >= min_prob ? static_cast<double>(prob) : 0.0;
+          const float q = row.prob(v);
+          return q >= min_prob ? static_cast<double>(q) : 0.0;
         },
         [&](double total) { return u * total; }, sh);
     token = t >= 0 ? static_cast<int32_t>(t) : best_i;
