@@ -23,6 +23,13 @@ echo "== device_sampling_test"
 $C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1
 echo "device_sampling_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran|us per step" "$OUT/sampling.log" | head -40
 
+echo "== executor proofs on the GPU (policies, chunking, reuse, offload, cancellation, soak)"
+# The CPU's executor tests, with the engine on the CUDA backend (tests/executor/executor_test_util.h).
+for dt in float32 bfloat16; do
+  LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=$dt $C/executor_tests > "$OUT/executor_$dt.log" 2>&1
+  echo "executor_tests cuda $dt rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_$dt.log" | head -20
+done
+
 echo "== end to end"
 python3 scripts/cuda/device_e2e.py $C/bin/llmrt tests/data/golden $C/models/stories260K-hf "$OUT" > "$OUT/e2e.log" 2>&1
 echo "device_e2e rc=$?"; grep -E "FAIL|failures" "$OUT/e2e.log" | head -40

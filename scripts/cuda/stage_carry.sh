@@ -8,9 +8,9 @@ C=$root/.carry-cuda
 rm -rf "$C"; mkdir -p "$C/bin" "$C/models"
 cp "$B/bin/llmrt" "$C/bin/"
 [[ -x "$B/bin/llmrt-bench" ]] && cp "$B/bin/llmrt-bench" "$C/bin/"
-cp "$B/tests/backend/backend_ops_test" "$B/tests/runtime/device_sampling_test" "$C/"
+cp "$B/tests/backend/backend_ops_test" "$B/tests/runtime/device_sampling_test" "$B/tests/executor/executor_tests" "$C/"
 cp -r "$root/../shared/testdata/models/stories260K-hf" "$C/models/"
-strip "$C"/bin/* "$C/backend_ops_test" "$C/device_sampling_test"
+strip "$C"/bin/* "$C/backend_ops_test" "$C/device_sampling_test" "$C/executor_tests"
 # Static OpenBLAS makes the binaries large: ship them compressed (the tree may carry 64 MiB).
 (cd "$C" && tar cJf ../carry.tar.xz . && rm -rf ./* && mv ../carry.tar.xz .)
 du -sh "$C"

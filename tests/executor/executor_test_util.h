@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -13,15 +15,35 @@
 
 namespace llmrt::extest {
 
-inline std::string storiesDir() { return std::string(LLMRT_SHARED_TESTDATA) + "/models/stories260K-hf"; }
+// The environment's LLMRT_SHARED_TESTDATA (a GPU machine's copy) overrides the build's path.
+inline std::string storiesDir() {
+  const char* env = std::getenv("LLMRT_SHARED_TESTDATA");
+  return std::string(env && *env ? env : LLMRT_SHARED_TESTDATA) + "/models/stories260K-hf";
+}
 inline bool haveStories() { return std::ifstream(storiesDir() + "/config.json").good(); }
 
 #define LLMRT_REQUIRE_STORIES() \
   if (!::llmrt::extest::haveStories()) GTEST_SKIP() << "shared test data absent: " << ::llmrt::extest::storiesDir()
 
+// The backend and dtype every test runs on: the CPU unless LLMRT_TEST_BACKEND names another
+// ("cuda": the same proofs on the GPU, scripts/cuda/device_check.sh) and LLMRT_TEST_DTYPE a dtype.
+inline std::string envOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string(fallback);
+}
+inline std::string testBackend() { return envOr("LLMRT_TEST_BACKEND", "cpu"); }
+inline std::string testDtype() { return envOr("LLMRT_TEST_DTYPE", "auto"); }
+
 inline ExecutorConfig baseConfig(int64_t kv_tokens = 4096) {
   ExecutorConfig c;
   c.model = storiesDir();
+  c.backend = testBackend();
+  c.dtype = testDtype();
+  static const bool said = [&] {  // once per run, so a log shows where the proofs ran
+    std::fprintf(stderr, "executor tests on backend %s, dtype %s\n", c.backend.c_str(), c.dtype.c_str());
+    return true;
+  }();
+  (void)said;
   c.num_threads = 1;
   c.kv_cache_config.tokens_per_block = 16;
   c.kv_cache_config.max_tokens = kv_tokens;
@@ -38,6 +60,8 @@ inline LlmArgs toArgs(const ExecutorConfig& c) {
   a.max_input_len = c.max_input_len;
   a.max_seq_len = c.max_seq_len;
   a.num_threads = c.num_threads;
+  a.backend = c.backend;
+  a.dtype = c.dtype;
   return a;
 }
 
