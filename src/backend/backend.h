@@ -71,6 +71,18 @@ struct KvBlockCopy {
   int32_t num_tokens = -1;  // -1: the whole block; else the first num_tokens token slots
 };
 
+// Where a backend's memory is (bytes); zeros for what a backend does not have.
+struct BackendMemoryStats {
+  uint64_t weights = 0;
+  uint64_t kv_primary = 0;          // the primary KV pool
+  uint64_t kv_secondary = 0;        // the host-memory KV pool (pinned on CUDA)
+  uint64_t workspace_reserved = 0;  // activations, step metadata, workspaces: held by the backend's pool
+  uint64_t workspace_used = 0;      // of which in use now
+  uint64_t workspace_peak = 0;      // the most ever in use
+  uint64_t device_free = 0;         // the device's free memory now
+  uint64_t device_total = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -82,13 +94,19 @@ class Backend {
   // Memory left for the KV cache after what is already allocated (bytes).
   virtual uint64_t freeMemoryBytes() const = 0;
   virtual uint64_t totalMemoryBytes() const = 0;
+  virtual BackendMemoryStats memoryStats() const { return {}; }
 
   // ---- weights --------------------------------------------------------------
   // Makes a weight usable by this backend's ops: the parts (same trailing
   // shape, any float dtype, host memory) are concatenated along dim 0 and
   // stored in the backend's compute dtype. The view stays valid for the
   // backend's lifetime. A single F32 part may be used in place (zero copy).
+  // The copy may still be in flight when it returns (the CUDA backend streams
+  // weights through pinned staging buffers): call finishWeights() after the last
+  // one and before using any; it waits for the copies, frees the staging memory
+  // and reports a failed copy.
   virtual Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) = 0;
+  virtual Status finishWeights() { return Status::ok(); }
   virtual uint64_t weightBytes() const = 0;
 
   // ---- activations ----------------------------------------------------------

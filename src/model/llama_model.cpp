@@ -1,6 +1,7 @@
 #include "model/llama_model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iterator>
 
@@ -60,6 +61,26 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
     LLMRT_RETURN_IF_ERROR(load("lm_head.weight", {{"lm_head.weight", {V, H}}}, lm_head_));
   }
   layers_.resize(static_cast<size_t>(c.num_hidden_layers));
+  // Progress: a line at most every second while loading, and one at the end.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_line = start;
+  auto progress = [&](int64_t layers_done, bool done) {
+    const Clock::time_point now = Clock::now();
+    if (!done && now - last_line < std::chrono::seconds(1)) return;
+    last_line = now;
+    const double s = std::chrono::duration<double>(now - start).count();
+    const double gib = static_cast<double>(backend_.weightBytes()) / double(1 << 30);
+    if (done) {
+      LLMRT_LOG_INFO("Loaded weights: %lld layers, %s in %.2f s (%.2f GiB/s, %s backend)",
+                     static_cast<long long>(c.num_hidden_layers), formatBytes(backend_.weightBytes()).c_str(), s,
+                     s > 0 ? gib / s : 0.0, backend_.name().c_str());
+    } else {
+      LLMRT_LOG_INFO("Loading weights: %lld/%lld layers, %s in %.1f s (%.2f GiB/s)",
+                     static_cast<long long>(layers_done), static_cast<long long>(c.num_hidden_layers),
+                     formatBytes(backend_.weightBytes()).c_str(), s, s > 0 ? gib / s : 0.0);
+    }
+  };
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     Layer& L = layers_[static_cast<size_t>(i)];
     auto n = [&](const char* s) { return layerName(i, s); };
@@ -91,7 +112,10 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
       LLMRT_RETURN_IF_ERROR(load(n("mlp.down_proj.bias"), {{n("mlp.down_proj.bias"), {H}}}, L.down_b));
     }
     L.sliding_window = c.slidingWindowForLayer(i);
+    progress(i + 1, false);
   }
+  LLMRT_RETURN_IF_ERROR(backend_.finishWeights());  // copies still in flight land (or fail) here
+  progress(c.num_hidden_layers, true);
   return Status::ok();
 }
 

@@ -118,6 +118,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
                           sizing.tokens_per_block, kv_dtype};
   LLMRT_RETURN_IF_ERROR(e->backend_->allocateKvPools(geometry, sizing.num_secondary_blocks));
+  if (const BackendMemoryStats m = e->backend_->memoryStats(); m.device_total > 0) {
+    LLMRT_LOG_INFO("[MemUsage] %s: weights %s, workspace pool %s reserved (%s in use, peak %s), KV cache %s on the "
+                   "device + %s pinned on the host; device free %s of %s",
+                   e->backend_->name().c_str(), formatBytes(m.weights).c_str(),
+                   formatBytes(m.workspace_reserved).c_str(), formatBytes(m.workspace_used).c_str(),
+                   formatBytes(m.workspace_peak).c_str(), formatBytes(m.kv_primary).c_str(),
+                   formatBytes(m.kv_secondary).c_str(), formatBytes(m.device_free).c_str(),
+                   formatBytes(m.device_total).c_str());
+  }
   LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing));
   e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, *e->kv_, e->eos_ids_);
   return e;

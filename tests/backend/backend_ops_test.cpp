@@ -191,6 +191,7 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
     std::vector<TensorView> parts{host};
     auto c = cpu_->loadWeight(parts, "w"), g = gpu_->loadWeight(parts, "w");
     EXPECT_TRUE(c.isOk() && g.isOk());
+    EXPECT_TRUE(gpu_->finishWeights().isOk());
     return {*c, *g};
   }
 
@@ -198,6 +199,63 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
   std::deque<std::vector<float>> kept_weights_;  // weights the CPU backend uses in place
   std::unique_ptr<Backend> cpu_, gpu_;
 };
+
+// Weights go up through two pinned staging buffers of 32 MiB, converted chunk by chunk: a fused
+// weight of three parts (f32, bf16, f16; unaligned data) spanning several chunks must arrive whole.
+TEST_P(BackendOps, WeightUploadThroughStagingBuffers) {
+  const int64_t cols = 1024;
+  const int64_t rows[3] = {9000, 1000, 3};  // 36.9 MB of f32: more than one chunk in either dtype
+  const DType dtypes[3] = {DType::kF32, DType::kBF16, DType::kF16};
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<TensorView> parts;
+  std::vector<float> expect;
+  for (int i = 0; i < 3; ++i) {
+    const size_t n = static_cast<size_t>(rows[i] * cols);
+    std::vector<float> v = randomVec(n, rng_);
+    std::vector<uint8_t>& bytes = storage.emplace_back(n * dtypeSize(dtypes[i]) + 1);
+    convertFromF32(v.data(), bytes.data() + 1, dtypes[i], n);  // +1: unaligned, as safetensors may be
+    std::vector<float> back(n);
+    convertToF32(bytes.data() + 1, dtypes[i], back.data(), n);
+    if (bf16Weights()) roundToBf16(back);
+    expect.insert(expect.end(), back.begin(), back.end());
+    parts.emplace_back(bytes.data() + 1, dtypes[i], Shape{rows[i], cols});
+  }
+  auto g = gpu_->loadWeight(parts, "staged");
+  ASSERT_TRUE(g.isOk()) << g.status().toString();
+  ASSERT_TRUE(gpu_->finishWeights().isOk());
+  EXPECT_EQ(g->shape, (Shape{rows[0] + rows[1] + rows[2], cols}));
+  EXPECT_EQ(g->dtype, bf16Weights() ? DType::kBF16 : DType::kF32);
+  std::vector<float> got = get(*gpu_, *g);
+  ASSERT_EQ(got.size(), expect.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expect[i];
+  EXPECT_EQ(differ, 0u) << "elements that differ from the host conversion";
+}
+
+// Growable device buffers come from a stream-ordered pool whose figures the backend reports.
+TEST_P(BackendOps, WorkspacePoolFiguresFollowTheBuffers) {
+  const BackendMemoryStats before = gpu_->memoryStats();
+  EXPECT_GT(before.device_total, 0u);
+  EXPECT_GE(before.workspace_reserved, before.workspace_used);
+  EXPECT_GE(before.workspace_used, uint64_t{32} << 20) << "the cuBLAS workspace comes from the pool";
+  const int slot = 40;  // a slot no other test uses
+  TensorView a = gpu_->scratch(slot, 1024, 1024);  // 4 MiB
+  ASSERT_NE(a.data, nullptr);
+  const BackendMemoryStats grown = gpu_->memoryStats();
+  EXPECT_GE(grown.workspace_used, before.workspace_used + (uint64_t{4} << 20));
+  EXPECT_GE(grown.workspace_reserved, grown.workspace_used);
+  TensorView b = gpu_->scratch(slot, 4096, 1024);  // 16 MiB: the 4 MiB buffer goes back to the pool
+  ASSERT_NE(b.data, nullptr);
+  std::vector<float> ones(4096 * 1024, 1.0f);  // the new buffer works (and the stream has drained)
+  ASSERT_TRUE(gpu_->copyFromHost(ones.data(), b).isOk());
+  std::vector<float> back = get(*gpu_, b);
+  EXPECT_EQ(back.front(), 1.0f);
+  EXPECT_EQ(back.back(), 1.0f);
+  const BackendMemoryStats regrown = gpu_->memoryStats();
+  EXPECT_GE(regrown.workspace_used, before.workspace_used + (uint64_t{16} << 20));
+  EXPECT_LT(regrown.workspace_used, before.workspace_used + (uint64_t{20} << 20)) << "the old buffer was released";
+  EXPECT_GE(regrown.workspace_peak, regrown.workspace_used);
+}
 
 TEST_P(BackendOps, Embedding) {
   for (int64_t dim : {8, 77, 1024}) {
@@ -406,6 +464,13 @@ TEST_P(BackendOps, WriteKvAndCopyBlocks) {
     }
   }
   EXPECT_FALSE(gpu_->readKvBlock(KvPoolKind::kSecondary, 4, b.data()).isOk());
+  // A list with one bad id is refused whole (nothing enqueued) and the backend keeps working.
+  std::vector<KvBlockCopy> bad{{KvPoolKind::kPrimary, 4, KvPoolKind::kSecondary, 0, -1},
+                               {KvPoolKind::kSecondary, 4, KvPoolKind::kPrimary, 1, -1}};
+  EXPECT_FALSE(gpu_->copyKvBlocks(bad).isOk());
+  ASSERT_TRUE(gpu_->readKvBlock(KvPoolKind::kSecondary, 0, b.data()).isOk());
+  ASSERT_TRUE(cpu_->readKvBlock(KvPoolKind::kSecondary, 0, a.data()).isOk());
+  expectClose(b, a, 0.0, 0.0, "secondary block 0 after a refused list");
 }
 
 // Fills every slot of every layer of both backends' pools with random K/V rows.

@@ -52,6 +52,20 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   if (options.weight_dtype == DType::kF32) b->options_.kv_dtype = DType::kF32;
   LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&b->copy_stream_, cudaStreamNonBlocking));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->copies_ready_, cudaEventDisableTiming));
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->copies_done_, cudaEventDisableTiming));
+  {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = options.device;
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&b->pool_, &props));
+    // Keep everything reserved: the KV cache is sized from what is free after the workspace is
+    // reserved, so the pool must not hand memory back and need it again later.
+    uint64_t keep = UINT64_MAX;
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemPoolSetAttribute(b->pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
   if (cublasStatus_t s = cublasCreate(&b->cublas_); s != CUBLAS_STATUS_SUCCESS)
     return cublasStatus(s, "cublasCreate", __FILE__, __LINE__);
   if (cublasStatus_t s = cublasSetStream(b->cublas_, b->stream_); s != CUBLAS_STATUS_SUCCESS)
@@ -117,13 +131,22 @@ CudaBackend::~CudaBackend() {
     std::fprintf(stderr, "%s", profiler_->report().c_str());  // asked for by LLMRT_CUDA_PROFILE: always shown
     profiler_.reset();
   }
+  if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_);
   dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
-  for (Buffer& b : scratch_) (void)cudaFree(b.ptr);
-  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_, &sample_in_, &sample_out_})
-    (void)cudaFree(b->ptr);
+  for (Buffer& b : scratch_) release(b);
+  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_, &sample_in_, &sample_out_}) release(*b);
+  if (stream_) (void)cudaStreamSynchronize(stream_);
+  if (pool_) (void)cudaMemPoolDestroy(pool_);
+  for (cudaEvent_t e : {copies_ready_, copies_done_})
+    if (e) (void)cudaEventDestroy(e);
+  if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
   for (Buffer* b : {&pinned_meta_, &argmax_host_, &sample_in_host_, &sample_out_host_}) (void)cudaFreeHost(b->ptr);
   if (meta_copied_) (void)cudaEventDestroy(meta_copied_);
+  for (int i = 0; i < 2; ++i) {
+    (void)cudaFreeHost(staging_[i].ptr);
+    if (staged_[i]) (void)cudaEventDestroy(staged_[i]);
+  }
   (void)cudaFree(primary_);
   (void)cudaFreeHost(secondary_);
   if (cublas_) (void)cublasDestroy(cublas_);
@@ -146,25 +169,21 @@ bool CudaBackend::reserve(Buffer& b, size_t bytes, bool used_by_graphs) {
   }
   if (used_by_graphs) ++alloc_epoch_;  // recorded graphs may point into the old buffer
   size_t want = b.bytes == 0 ? bytes : std::max(bytes, b.bytes + b.bytes / 2);
-  if (b.ptr) {
-    // Wait for work in flight, so nothing still reads the old buffer.
-    if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
-      fail(cudaStatus(e, "cudaStreamSynchronize", __FILE__, __LINE__));
-      return false;
-    }
-    if (cudaError_t e = cudaFree(b.ptr); e != cudaSuccess) {
-      fail(cudaStatus(e, "cudaFree(buffer)", __FILE__, __LINE__));
-      return false;
-    }
-    b = Buffer{};
-  }
-  if (cudaError_t e = cudaMalloc(&b.ptr, want); e != cudaSuccess) {
+  // Stream-ordered: work already enqueued still reads the old buffer; its memory is reused
+  // only by work enqueued after it.
+  release(b);
+  if (cudaError_t e = cudaMallocFromPoolAsync(&b.ptr, want, pool_, stream_); e != cudaSuccess) {
     b.ptr = nullptr;
-    fail(cudaStatus(e, strprintf("cudaMalloc(%zu bytes)", want).c_str(), __FILE__, __LINE__));
+    fail(cudaStatus(e, strprintf("cudaMallocFromPoolAsync(%zu bytes)", want).c_str(), __FILE__, __LINE__));
     return false;
   }
   b.bytes = want;
   return true;
+}
+
+void CudaBackend::release(Buffer& b) {
+  if (b.ptr) (void)cudaFreeAsync(b.ptr, stream_);
+  b = Buffer{};
 }
 
 Status CudaBackend::reservePinned(Buffer& b, size_t bytes) {
@@ -266,6 +285,23 @@ uint64_t CudaBackend::freeMemoryBytes() const {
   return free_b;
 }
 
+BackendMemoryStats CudaBackend::memoryStats() const {
+  BackendMemoryStats m;
+  m.weights = weight_bytes_;
+  m.kv_primary = geometry_.bytesPerBlock() * static_cast<uint64_t>(geometry_.num_blocks);
+  m.kv_secondary = geometry_.bytesPerBlock() * static_cast<uint64_t>(secondary_blocks_);
+  uint64_t v = 0;
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &v) == cudaSuccess) m.workspace_reserved = v;
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &v) == cudaSuccess) m.workspace_used = v;
+  if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &v) == cudaSuccess) m.workspace_peak = v;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+    m.device_free = free_b;
+    m.device_total = total_b;
+  }
+  return m;
+}
+
 uint64_t CudaBackend::totalMemoryBytes() const {
   size_t free_b = 0, total_b = 0;
   if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return 0;
@@ -273,36 +309,72 @@ uint64_t CudaBackend::totalMemoryBytes() const {
 }
 
 Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
+  if (failed()) return error_;
   LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
   // Matrices take the compute dtype; vectors (norms, biases) stay float32.
   const DType dt = shape.rank() >= 2 ? options_.weight_dtype : DType::kF32;
-  const size_t n = static_cast<size_t>(shape.numel());
-  std::vector<uint8_t> host(n * dtypeSize(dt));
-  size_t at = 0;  // elements
+  const size_t bytes = static_cast<size_t>(shape.numel()) * dtypeSize(dt);
+  void* dev = nullptr;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&dev, std::max<size_t>(bytes, 1)));
+  weights_.push_back(dev);
+  size_t at = 0;  // bytes
   for (const TensorView& p : parts) {
-    const size_t pn = static_cast<size_t>(p.numel());
-    uint8_t* dst = host.data() + at * dtypeSize(dt);
+    LLMRT_RETURN_IF_ERROR(stageWeight(p, dt, static_cast<uint8_t*>(dev) + at));
+    at += static_cast<size_t>(p.numel()) * dtypeSize(dt);
+  }
+  weight_bytes_ += bytes;
+  return TensorView(dev, dt, shape, Device::kCuda, options_.device);
+}
+
+Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev) {
+  for (int i = 0; i < 2; ++i) {
+    if (!staged_[i]) LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming));
+    if (!staging_[i].ptr) {
+      LLMRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&staging_[i].ptr, kStagingBytes, cudaHostAllocDefault));
+      staging_[i].bytes = kStagingBytes;
+    }
+  }
+  const size_t src_size = dtypeSize(p.dtype), dst_size = dtypeSize(dt);
+  const size_t n = static_cast<size_t>(p.numel());
+  const size_t chunk = kStagingBytes / std::max(src_size, dst_size);  // elements per copy
+  const uint8_t* src = static_cast<const uint8_t*>(p.data);
+  for (size_t e0 = 0; e0 < n; e0 += chunk) {
+    const size_t m = std::min(chunk, n - e0);
+    Buffer& buf = staging_[staging_next_];
+    // The copy that last read this buffer must be done before it is refilled.
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_[staging_next_]));
+    const uint8_t* s = src + e0 * src_size;
     if (p.dtype == dt) {
-      std::memcpy(dst, p.data, p.nbytes());  // bf16 -> bf16 and f32 -> f32 are exact copies
+      std::memcpy(buf.ptr, s, m * dst_size);  // bf16 -> bf16 and f32 -> f32 are exact copies
     } else {
-      std::vector<uint8_t> aligned(p.nbytes());  // safetensors data need not be aligned
-      std::memcpy(aligned.data(), p.data, aligned.size());
+      staging_src_.resize(m * src_size);  // safetensors data need not be aligned
+      std::memcpy(staging_src_.data(), s, staging_src_.size());
       if (dt == DType::kF32) {
-        convertToF32(aligned.data(), p.dtype, reinterpret_cast<float*>(dst), pn);
+        convertToF32(staging_src_.data(), p.dtype, static_cast<float*>(buf.ptr), m);
       } else {
-        std::vector<float> f(pn);
-        convertToF32(aligned.data(), p.dtype, f.data(), pn);
-        convertFromF32(f.data(), dst, dt, pn);
+        staging_f32_.resize(m);
+        convertToF32(staging_src_.data(), p.dtype, staging_f32_.data(), m);
+        convertFromF32(staging_f32_.data(), buf.ptr, dt, m);
       }
     }
-    at += pn;
+    LLMRT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dev + e0 * dst_size, buf.ptr, m * dst_size, cudaMemcpyHostToDevice, stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(staged_[staging_next_], stream_));
+    staging_next_ ^= 1;
   }
-  void* dev = nullptr;
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&dev, std::max<size_t>(host.size(), 1)));
-  weights_.push_back(dev);
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice));
-  weight_bytes_ += host.size();
-  return TensorView(dev, dt, shape, Device::kCuda, options_.device);
+  return Status::ok();
+}
+
+Status CudaBackend::finishWeights() {
+  if (failed()) return error_;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // every weight is on the device
+  for (Buffer& b : staging_) {
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaFreeHost(b.ptr));
+    b = Buffer{};
+  }
+  staging_src_ = {};
+  staging_f32_ = {};
+  return Status::ok();
 }
 
 TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype) {
@@ -369,6 +441,7 @@ Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_b
     return invalidArgument("allocateKvPools: every pool dimension must be positive");
   if (g.head_dim > 256) return unimplemented("CUDA attention supports head_dim <= 256");
   if (secondary_blocks < 0) return invalidArgument("allocateKvPools: secondary_blocks must be >= 0");
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(copy_stream_));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
   ++alloc_epoch_;  // recorded graphs point into the old pool
   LLMRT_CUDA_RETURN_IF_ERROR(cudaFree(primary_));
@@ -402,23 +475,39 @@ Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_b
 
 Status CudaBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
   if (failed()) return error_;
+  if (copies.empty()) return Status::ok();
+  if (capturing_) return internalError("copyKvBlocks while a step is being recorded");
   const size_t block_bytes = geometry_.bytesPerBlock();
   const size_t esz = dtypeSize(geometry_.dtype);
-  for (const KvBlockCopy& c : copies) {
-    auto pool = [&](KvPoolKind k) -> std::pair<uint8_t*, int64_t> {
-      return k == KvPoolKind::kPrimary ? std::pair{static_cast<uint8_t*>(primary_), geometry_.num_blocks}
-                                       : std::pair{static_cast<uint8_t*>(secondary_), secondary_blocks_};
-    };
-    auto [src, src_n] = pool(c.src_pool);
-    auto [dst, dst_n] = pool(c.dst_pool);
-    if (c.src_block < 0 || c.src_block >= src_n || c.dst_block < 0 || c.dst_block >= dst_n)
+  // Offload / onboard copies go on the copy stream: after everything the compute stream has
+  // enqueued (writes into the source blocks, reads of the destinations), and before anything it
+  // enqueues next. Copies between primary blocks only (partial reuse) stay on the compute stream.
+  auto pool = [&](KvPoolKind k) -> std::pair<uint8_t*, int64_t> {
+    return k == KvPoolKind::kPrimary ? std::pair{static_cast<uint8_t*>(primary_), geometry_.num_blocks}
+                                     : std::pair{static_cast<uint8_t*>(secondary_), secondary_blocks_};
+  };
+  bool touches_host = false;
+  for (const KvBlockCopy& c : copies) {  // check them all before enqueuing any
+    if (c.src_block < 0 || c.src_block >= pool(c.src_pool).second || c.dst_block < 0 ||
+        c.dst_block >= pool(c.dst_pool).second)
       return outOfRange("copyKvBlocks: block id out of range (src " + std::to_string(c.src_block) + ", dst " +
                         std::to_string(c.dst_block) + ")");
+    touches_host |= c.src_pool == KvPoolKind::kSecondary || c.dst_pool == KvPoolKind::kSecondary;
+  }
+  cudaStream_t s_copy = stream_;
+  if (touches_host) {
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(copies_ready_, stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(copy_stream_, copies_ready_, 0));
+    s_copy = copy_stream_;
+  }
+  for (const KvBlockCopy& c : copies) {
+    uint8_t* src = pool(c.src_pool).first;
+    uint8_t* dst = pool(c.dst_pool).first;
     uint8_t* s = src + static_cast<size_t>(c.src_block) * block_bytes;
     uint8_t* d = dst + static_cast<size_t>(c.dst_block) * block_bytes;
     // cudaMemcpyDefault: unified addressing tells device memory from pinned host memory.
     if (c.num_tokens < 0 || c.num_tokens >= geometry_.tokens_per_block) {
-      LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d, s, block_bytes, cudaMemcpyDefault, stream_));
+      LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(d, s, block_bytes, cudaMemcpyDefault, s_copy));
       continue;
     }
     // The first num_tokens slots of every (layer, K/V, head) row of the block: one 2-D copy.
@@ -427,7 +516,11 @@ Status CudaBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
     const size_t height = static_cast<size_t>(geometry_.num_layers * 2 * geometry_.num_kv_heads);
     if (width == 0) continue;
     LLMRT_CUDA_RETURN_IF_ERROR(
-        cudaMemcpy2DAsync(d, pitch, s, pitch, width, height, cudaMemcpyDefault, stream_));
+        cudaMemcpy2DAsync(d, pitch, s, pitch, width, height, cudaMemcpyDefault, s_copy));
+  }
+  if (touches_host) {
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(copies_done_, copy_stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_, copies_done_, 0));
   }
   return Status::ok();
 }

@@ -76,8 +76,10 @@ class CudaBackend final : public Backend {
 
   uint64_t freeMemoryBytes() const override;
   uint64_t totalMemoryBytes() const override;
+  BackendMemoryStats memoryStats() const override;
 
   Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
+  Status finishWeights() override;
   uint64_t weightBytes() const override { return weight_bytes_; }
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   DType activationDtype() const override { return activation_dtype_; }
@@ -155,22 +157,44 @@ class CudaBackend final : public Backend {
   // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure. A buffer
   // that recorded graphs may read (`used_by_graphs`) drops them when it moves.
   bool reserve(Buffer& b, size_t bytes, bool used_by_graphs = true);
+  void release(Buffer& b);  // back to the pool, in stream order
   // Grows `b` (pinned host memory) to at least `bytes`, after the work in flight, which may
   // read it, has finished.
   Status reservePinned(Buffer& b, size_t bytes);
   void dropGraphs();
+  // Copies part `p` (any float dtype, host memory, maybe unaligned) into `dev` as `dt`, through
+  // the pinned staging buffers: each chunk is converted into one while the other's copy runs.
+  Status stageWeight(const TensorView& p, DType dt, uint8_t* dev);
   cuda::KvLayout kvLayout() const;
   // Key splits for `items` decode rows whose longest visible context is `max_keys`.
   int32_t chooseSplits(int64_t items, int64_t max_keys) const;
 
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
+  // Every growable device buffer (activations, metadata, workspaces) comes from this stream-ordered
+  // pool (cudaMallocFromPoolAsync on stream_), which keeps what it reserved: a buffer that grows is
+  // freed in stream order, without waiting for the device, and its memory serves the next one.
+  cudaMemPool_t pool_ = nullptr;
+  // KV block copies that touch the host pool (offload / onboard) run on their own stream, after the
+  // compute stream's work so far (copies_ready_); the compute stream's later work waits for them
+  // (copies_done_).
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t copies_ready_ = nullptr;
+  cudaEvent_t copies_done_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   LtGemm lt_;  // bf16 products with a plan per shape
   Status error_;
   int num_sms_ = 0;
   std::vector<void*> weights_;  // owned device allocations
   uint64_t weight_bytes_ = 0;
+  // Weight uploads: two pinned staging buffers used in turn, each with an event that says its last
+  // copy has read it; freed by finishWeights.
+  static constexpr size_t kStagingBytes = size_t{32} << 20;
+  Buffer staging_[2];
+  cudaEvent_t staged_[2] = {nullptr, nullptr};
+  int staging_next_ = 0;
+  std::vector<uint8_t> staging_src_;  // an aligned copy of a chunk that needs converting
+  std::vector<float> staging_f32_;    // a chunk widened to float32 on its way to bf16
   std::vector<Buffer> scratch_;
   Buffer bf16_x_;    // bf16 copy of a linear's input (cuBLAS path)
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
