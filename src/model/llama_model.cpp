@@ -71,15 +71,9 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
     last_line = now;
     const double s = std::chrono::duration<double>(now - start).count();
     const double gib = static_cast<double>(backend_.weightBytes()) / double(1 << 30);
-    if (done) {
-      LLMRT_LOG_INFO("Loaded weights: %lld layers, %s in %.2f s (%.2f GiB/s, %s backend)",
-                     static_cast<long long>(c.num_hidden_layers), formatBytes(backend_.weightBytes()).c_str(), s,
-                     s > 0 ? gib / s : 0.0, backend_.name().c_str());
-    } else {
-      LLMRT_LOG_INFO("Loading weights: %lld/%lld layers, %s in %.1f s (%.2f GiB/s)",
-                     static_cast<long long>(layers_done), static_cast<long long>(c.num_hidden_layers),
-                     formatBytes(backend_.weightBytes()).c_str(), s, s > 0 ? gib / s : 0.0);
-    }
+    LLMRT_LOG_INFO("%s weights: %lld/%lld layers, %s in %.2f s (%.2f GiB/s)", done ? "Loaded" : "Loading",
+                   static_cast<long long>(layers_done), static_cast<long long>(c.num_hidden_layers),
+                   formatBytes(backend_.weightBytes()).c_str(), s, s > 0 ? gib / s : 0.0);
   };
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     Layer& L = layers_[static_cast<size_t>(i)];
