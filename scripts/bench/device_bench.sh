@@ -19,6 +19,7 @@
 #   SKIP_HF=1                 gpu_reference.py without HF transformers (copy + GEMM only)
 #   SKIP_LONG=1               skip throughput 256 x 1000/1000
 #   ABLATE [0]                1 = "graphs gemv flash", or a list of LLMRT_CUDA_DISABLE switches to compare
+#                             (mmadecode: decode at prompt 2048 and 256 x 1000/1000 on the CUDA-core kernel)
 #                             (waves<N>: decode at prompt 2048 with LLMRT_CUDA_SPLIT_WAVES=N)
 #   PROFILE=1                 per-op GPU times (graphs off)
 #   TP_MAX_BATCH [512]  TP_MAX_NUM_TOKENS [8192]   throughput steps' --max-batch-size / --max-num-tokens
@@ -182,6 +183,13 @@ else
       flash | bf16act)
         LLMRT_CUDA_DISABLE=$off bench "prefill_2048_no$off" "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 \
           --iters 3
+        ;;
+      mmadecode)  # the CUDA-core decode attention kernel instead of the tensor-core one
+        LLMRT_CUDA_DISABLE=$off bench "latency_2048_128_no$off" "${T_LAT:-120}" latency --input-len 2048 \
+          --output-len 128 --warmup 2 --iters 3
+        [[ ${SKIP_LONG:-0} != 1 ]] && LLMRT_CUDA_DISABLE=$off bench "throughput_256x1000x1000_no$off" \
+          "${T_TP_LONG:-300}" throughput --num-requests 256 --input-len 1000 --output-len 1000 \
+          --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens"
         ;;
       waves[0-9]*)  # decode attention key splits aimed at N CTAs per SM instead of the default
         LLMRT_CUDA_SPLIT_WAVES=${off#waves} bench "latency_2048_128_$off" "${T_LAT:-120}" latency --input-len 2048 \

@@ -263,9 +263,10 @@ cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a,
   const size_t smem = smemBytes(group, g.head_dim);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
-  const cudaError_t launched =
-      launchPdl(decodeKernel<T, kPerLane>, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
-  if (launched != cudaSuccess || a.splits == 1) return launched;
+  return launchPdl(decodeKernel<T, kPerLane>, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
+}
+
+cudaError_t launchMerge(const KvLayout& g, const DecodeAttnArgs& a, cudaStream_t stream) {
   const dim3 mgrid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(a.num_heads));
   // The weights' array is padded to whole 16-byte vectors plus one: the compiled merge loop reads
   // wz in vectors and compute-sanitizer saw a read past splits * 4 bytes without the padding.
@@ -296,6 +297,7 @@ cudaError_t optIn() {
 
 cudaError_t initAttentionKernels() {
   if (cudaError_t e = initFlashAttentionKernels(); e != cudaSuccess) return e;
+  if (cudaError_t e = initDecodeMmaKernels(); e != cudaSuccess) return e;
   if (cudaError_t e = optIn<float>(); e != cudaSuccess) return e;
   return optIn<__nv_bfloat16>();
 }
@@ -306,8 +308,15 @@ cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g,
   if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > kMaxSplits) return cudaErrorInvalidValue;
   const int64_t group = a.num_heads / g.num_kv_heads;
   if (group > kMaxGroup || smemBytes(static_cast<int>(group), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
-  if (kv_dtype == DType::kBF16) return dispatch<__nv_bfloat16>(pool, g, a, static_cast<int>(group), stream);
-  return dispatch<float>(pool, g, a, static_cast<int>(group), stream);
+  cudaError_t launched;
+  if (kv_dtype == DType::kBF16 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool))
+    launched = decodeAttentionMma(pool, g, a, stream);
+  else if (kv_dtype == DType::kBF16)
+    launched = dispatch<__nv_bfloat16>(pool, g, a, static_cast<int>(group), stream);
+  else
+    launched = dispatch<float>(pool, g, a, static_cast<int>(group), stream);
+  if (launched != cudaSuccess || a.splits == 1) return launched;
+  return launchMerge(g, a, stream);
 }
 
 }  // namespace llmrt::cuda

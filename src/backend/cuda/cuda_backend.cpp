@@ -91,19 +91,21 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   }
   bool bf16_activations = options.weight_dtype == DType::kBF16;
   bool pdl = prop.major >= 9;  // programmatic dependent launch (cuda_pdl.h)
-  // Switches for measurements and diagnosis: LLMRT_CUDA_DISABLE=graphs,gemv,flash,bf16act,pdl,sampling
-  // (comma-separated).
+  // Switches for measurements and diagnosis:
+  // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling (comma-separated).
   if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
     const std::string v = off;
     b->use_graphs_ = v.find("graphs") == std::string::npos;
     b->use_gemv_ = v.find("gemv") == std::string::npos;
     b->use_flash_ = v.find("flash") == std::string::npos;
+    b->use_mma_decode_ = v.find("mmadecode") == std::string::npos;
     bf16_activations = bf16_activations && v.find("bf16act") == std::string::npos;
     pdl = pdl && v.find("pdl") == std::string::npos;
     b->use_sampling_ = v.find("sampling") == std::string::npos;
-    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, bf16 activations "
-                   "%s, dependent launch %s, sampling on the GPU %s)",
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
+                   "decode attention %s, bf16 activations %s, dependent launch %s, sampling on the GPU %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
+                   b->use_mma_decode_ ? "on" : "off",
                    bf16_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);

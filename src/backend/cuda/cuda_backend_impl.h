@@ -239,6 +239,7 @@ class CudaBackend final : public Backend {
   bool use_graphs_ = true;
   bool use_gemv_ = true;
   bool use_flash_ = true;
+  bool use_mma_decode_ = true;
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)
   int split_waves_ = 2;  // decode attention: key splits until about this many CTAs per SM
   // Inputs of the products (normed rows, SiLU·mul, attention output) in bf16 when the weights are bf16.

@@ -312,6 +312,7 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
     a.num_items = dev_.num_items;
     a.splits = dev_.splits;
     a.partial = static_cast<float*>(partial_.ptr);
+    a.tensor_cores = use_mma_decode_;
     LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(primary_, geometry_.dtype, kvLayout(), a, stream_));
   }
   if (dev_.num_tiles > 0) {

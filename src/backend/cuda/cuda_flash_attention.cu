@@ -78,6 +78,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_flash_attention.h"
+#include "backend/cuda/cuda_mma.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -102,52 +103,6 @@ struct Geometry {
   static constexpr size_t kSmemBytes = 4 * static_cast<size_t>(kTileBytes);  // {K, V} x 2 stages
   static_assert(kThreads % kChunksPerRow == 0 && kBlockN % kRowsPerPass == 0, "load mapping");
 };
-
-__device__ __forceinline__ uint32_t sharedAddress(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte global -> shared copy; with valid == false nothing is read and the
-// 16 destination bytes are zero-filled (src-size 0).
-__device__ __forceinline__ void cpAsync16(uint32_t dst, const void* src, bool valid) {
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void cpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrixX4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-__device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-
-// d += a * b (16x16 bf16 times 16x8 bf16, fp32 accumulate).
-__device__ __forceinline__ void mmaBf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two floats rounded (nearest even) to bf16: `lo` in bits 0..15, `hi` in 16..31.
-__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-__device__ __forceinline__ float bf16Lo(uint32_t v) { return __uint_as_float(v << 16); }
-__device__ __forceinline__ float bf16Hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // Two adjacent outputs (x at p[0], y at p[1]), with one vector store where `vec` (aligned).
 __device__ __forceinline__ void storePair(float* p, float x, float y, bool vec) {
@@ -257,9 +212,7 @@ __global__ void __launch_bounds__(kThreads)
             y = q_row[col + 1];
           }
         }
-        const uint32_t hi = packBf16(x, y);
-        q_hi[c][h + 2 * half] = hi;
-        q_lo[c][h + 2 * half] = packBf16(x - bf16Lo(hi), y - bf16Hi(hi));  // exact differences
+        splitBf16(x, y, q_hi[c][h + 2 * half], q_lo[c][h + 2 * half]);
       }
     }
   }

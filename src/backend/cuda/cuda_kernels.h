@@ -92,9 +92,19 @@ struct DecodeAttnArgs {
   int32_t num_items;
   int32_t splits;  // 1..1024
   float* partial;
+  // A bf16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
+  // unless this is false (LLMRT_CUDA_DISABLE=mmadecode, for measurements).
+  bool tensor_cores = true;
 };
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream);
+// The tensor-core decode kernel (cuda_decode_mma.cu): bf16 cache, head_dim 64 or 128, a GQA group of
+// at most 8, tokens_per_block a power of two, 16-byte aligned pool and blocks. decodeAttentionMma
+// launches only the attention kernel (decodeAttention adds the split merge).
+bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool);
+cudaError_t decodeAttentionMma(const void* pool_bf16, const KvLayout& g, const DecodeAttnArgs& a,
+                               cudaStream_t stream);
+cudaError_t initDecodeMmaKernels();
 // Shared-memory opt-ins of the attention kernels; once, before any launch (and before graph capture).
 cudaError_t initAttentionKernels();
 

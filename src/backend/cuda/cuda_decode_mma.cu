@@ -1,0 +1,308 @@
+// Paged decode attention on bf16 tensor cores: the kernel decodeAttention()
+// (cuda_attention.cu) uses for a bf16 cache with head_dim 64 or 128 and a GQA
+// group of at most 8 query heads per KV head. Same semantics, grid and split
+// protocol as the CUDA-core kernel there: one CTA per (query row, kv head,
+// key split), causal with an optional sliding window, and with splits > 1 the
+// unnormalised partial state (acc[head_dim], max, sum) of every (row, head,
+// split) goes to `partial` for the merge kernel.
+//
+// Why: the CUDA-core kernel converts every K/V element to fp32 in shared
+// memory and reads it back once per query head with 4-byte loads; at large
+// batch that, not HBM, bounds it (~1 TB/s effective, docs/perf.md "Session 5").
+// Here K/V stay bf16 from the pool to the tensor cores:
+//   - K/V tiles of kTileKeys = 64 keys are gathered through the block table with
+//     16-byte cp.async into a kStages-deep ring of shared buffers, so two tiles
+//     are in flight while one is computed (no registers hold them);
+//   - the GQA group is the M dimension of mma.m16n8k16: A = the group's query
+//     heads (rows 0..group-1 of 16, the rest zero), so every K/V element is read
+//     from shared memory once per CTA by ldmatrix, whatever the group size;
+//   - warp w of the 4 takes keys 16w..16w+15 of every tile, keeps its own online
+//     softmax state (FA2's register reuse of the S fragments as P's A fragments,
+//     exactly as cuda_flash_attention.cu), and the 4 warps' states are merged in
+//     shared memory at the end;
+//   - Q is split into bf16 hi + lo parts (~16 significant bits, as the context
+//     kernel); P is rounded to bf16 and the row sum accumulates the rounded P,
+//     so O / l is an exact convex combination of V rows with those weights.
+// Only rows g (A rows 0..7) carry heads: a[1] and a[3] (rows 8..15) are zero,
+// and so are the corresponding accumulator halves, which are never read.
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_mma.h"
+#include "backend/cuda/cuda_pdl.h"
+
+namespace llmrt::cuda {
+namespace {
+
+constexpr int kTileKeys = 64;  // keys per K/V tile
+constexpr int kWarps = 4;      // warp w scores keys 16w .. 16w+15 of each tile
+constexpr int kThreads = kWarps * 32;
+constexpr int kStages = 3;  // K/V tiles in the ring: two in flight while one is computed
+constexpr int kPad = 8;     // bf16 elements of padding per shared row (conflict-free ldmatrix)
+constexpr int kRows = 8;    // query heads per CTA the fragments carry (A rows 0..7)
+constexpr float kLog2e = 1.4426950408889634f;
+static_assert(kTileKeys == 16 * kWarps, "one 16-key slice per warp");
+
+template <int kHeadDim>
+struct Geometry {
+  static constexpr int kStride = kHeadDim + kPad;  // shared row stride, elements
+  static constexpr int kTileBytes = kTileKeys * kStride * 2;
+  static constexpr int kChunksPerRow = kHeadDim / 8;  // 16-byte chunks per key row
+  static constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  static constexpr int kLoadPasses = kTileKeys / kRowsPerPass;
+  static constexpr size_t kRingBytes = static_cast<size_t>(kStages) * 2 * kTileBytes;
+  // The end-of-CTA merge reuses the ring: per warp, kRows accumulators of kHeadDim floats,
+  // then kRows maxima and kRows sums.
+  // (Accumulator rows padded by 8 floats: the quads' float2 stores of one warp then spread over
+  // all banks.)
+  static constexpr int kAccStride = kHeadDim + 8;
+  static constexpr size_t kMergeBytes = static_cast<size_t>(kWarps) * kRows * (kAccStride + 2) * sizeof(float);
+  static constexpr size_t kSmemBytes = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;
+  static_assert(kThreads % kChunksPerRow == 0 && kTileKeys % kRowsPerPass == 0, "load mapping");
+};
+
+__device__ __forceinline__ void storeOut(const DecodeAttnArgs& a, int64_t i, float v) {
+  if (a.out_dtype == DType::kBF16)
+    static_cast<__nv_bfloat16*>(a.out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(a.out)[i] = v;
+}
+
+template <int kHeadDim>
+__global__ void __launch_bounds__(kThreads)
+    decodeMmaKernel(const __nv_bfloat16* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
+                    int tpb_shift) {
+  using G = Geometry<kHeadDim>;
+  constexpr int kDimChunks = kHeadDim / 16;  // k-chunks of S = Q K^T, dim pairs of O = P V
+  constexpr int kDimTiles = kHeadDim / 8;    // n-tiles of O
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int gq = lane >> 2, tq = lane & 3;  // groupID (the query head in the group), threadID_in_group
+  const int kvh = blockIdx.y, split = blockIdx.z;
+
+  // ---- this CTA's key range (as the CUDA-core kernel: depends only on the row's own length) ----
+  const int2 item = a.items[blockIdx.x];
+  const AttnSeqDev seq = a.seqs[item.y];
+  const int32_t* table = a.tables + seq.table_offset;
+  const int64_t pos = static_cast<int64_t>(seq.kv_len) - seq.q_len + (item.x - seq.q_start);
+  const int64_t lo = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
+  const int64_t chunk = (pos - lo + 1 + a.splits - 1) / a.splits;
+  const int64_t begin = lo + split * chunk;
+  const int64_t end = min(pos + 1, begin + chunk);  // [begin, end); empty for trailing splits
+  const int num_tiles = end > begin ? static_cast<int>((end - begin + kTileKeys - 1) / kTileKeys) : 0;
+
+  const int64_t head_elems = g.tokens_per_block * kHeadDim;
+  const int64_t k_off = (static_cast<int64_t>(a.layer) * 2 * g.num_kv_heads + kvh) * head_elems;
+  const int64_t v_off = k_off + g.num_kv_heads * head_elems;
+  const int64_t tpb_mask = (int64_t{1} << tpb_shift) - 1;
+  const int ld_row = tid / G::kChunksPerRow, ld_chunk = tid % G::kChunksPerRow;
+  const uint32_t ring = sharedAddress(smem_raw);  // [stage][K, V][kTileKeys][kStride] bf16
+
+  pdlWait();  // q and the cache's newest rows come from the kernels before
+  pdlLaunchDependents();
+
+  // Keys past `end` are zero-filled and never read: their blocks may not exist, and garbage
+  // (NaN) in V would poison 0 * NaN in P V.
+  auto loadTile = [&](int t) {
+    const uint32_t k_dst = ring + (t % kStages) * 2 * G::kTileBytes;
+    const uint32_t v_dst = k_dst + G::kTileBytes;
+#pragma unroll
+    for (int i = 0; i < G::kLoadPasses; ++i) {
+      const int row = ld_row + i * G::kRowsPerPass;
+      const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
+      const bool valid = j < end;
+      const __nv_bfloat16* k_src = pool;
+      const __nv_bfloat16* v_src = pool;
+      if (valid) {
+        const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
+                           (j & tpb_mask) * kHeadDim + ld_chunk * 8;
+        k_src = pool + k_off + at;
+        v_src = pool + v_off + at;
+      }
+      const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
+      cpAsync16(k_dst + off, k_src, valid);
+      cpAsync16(v_dst + off, v_src, valid);
+    }
+  };
+#pragma unroll
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < num_tiles) loadTile(t);
+    cpAsyncCommit();  // empty groups keep the wait counts uniform
+  }
+
+  // ---- Q of the group -> bf16 hi / lo A fragments (rows gq; rows 8..15 zero) ----
+  uint32_t q_hi[kDimChunks][4], q_lo[kDimChunks][4];
+  {
+    const bool ok = gq < group;
+    const float* q_row = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh * group + gq) * kHeadDim;
+#pragma unroll
+    for (int c = 0; c < kDimChunks; ++c) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int col = c * 16 + half * 8 + 2 * tq;
+        const float x = ok ? q_row[col] : 0.0f, y = ok ? q_row[col + 1] : 0.0f;
+        splitBf16(x, y, q_hi[c][2 * half], q_lo[c][2 * half]);
+        q_hi[c][2 * half + 1] = q_lo[c][2 * half + 1] = 0u;
+      }
+    }
+  }
+
+  // ldmatrix lane -> (row, col) offsets inside a 16 x 16 block (cuda_flash_attention.cu).
+  const int k_lm_row = (lane & 7) + ((lane >> 4) << 3);
+  const int k_lm_col = ((lane >> 3) & 1) << 3;
+  const int v_lm_row = (lane & 7) + (((lane >> 3) & 1) << 3);
+  const int v_lm_col = (lane >> 4) << 3;
+
+  float o_acc[kDimTiles][4];
+#pragma unroll
+  for (int i = 0; i < kDimTiles; ++i) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.0f;
+  float row_max = -INFINITY;  // running max of the raw (unscaled) scores of head gq
+  float row_sum = 0.0f;       // this thread's share of the row's sum
+  const float scale_log2 = a.scale * kLog2e;
+
+  for (int t = 0; t < num_tiles; ++t) {
+    cpAsyncWait<kStages - 2>();  // tile t has landed (this thread's copies)
+    __syncthreads();             // everyone's copies; and tile t - 1's buffer is no longer read
+    if (t + kStages - 1 < num_tiles) loadTile(t + kStages - 1);
+    cpAsyncCommit();
+
+    const int64_t k0 = begin + static_cast<int64_t>(t) * kTileKeys + warp * 16;  // the warp's first key
+    if (k0 < end) {  // warp-uniform
+      const uint32_t k_tile = ring + (t % kStages) * 2 * G::kTileBytes;
+      const uint32_t v_tile = k_tile + G::kTileBytes;
+      float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int c = 0; c < kDimChunks; ++c) {
+        uint32_t b[4];
+        ldmatrixX4(b, k_tile + ((warp * 16 + k_lm_row) * G::kStride + c * 16 + k_lm_col) * 2);
+        mmaBf16(s[0], q_hi[c], b[0], b[1]);
+        mmaBf16(s[1], q_hi[c], b[2], b[3]);
+        mmaBf16(s[0], q_lo[c], b[0], b[1]);
+        mmaBf16(s[1], q_lo[c], b[2], b[3]);
+      }
+      if (k0 + 16 > end) {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (k0 + nt * 8 + 2 * tq + e >= end) s[nt][e] = -INFINITY;
+      }
+      // Online softmax of row gq over the warp's 16 keys (spread over the quad's 4 threads).
+      float m_new = fmaxf(row_max, fmaxf(fmaxf(s[0][0], s[0][1]), fmaxf(s[1][0], s[1][1])));
+      m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 1));
+      m_new = fmaxf(m_new, __shfl_xor_sync(0xffffffffu, m_new, 2));  // finite: key k0 is valid
+      const float max_scaled = m_new * scale_log2;
+      const float corr = exp2f(row_max * scale_log2 - max_scaled);  // 0 on the first tile
+      row_max = m_new;
+      uint32_t p[4];
+      p[0] = packBf16(exp2f(fmaf(s[0][0], scale_log2, -max_scaled)), exp2f(fmaf(s[0][1], scale_log2, -max_scaled)));
+      p[2] = packBf16(exp2f(fmaf(s[1][0], scale_log2, -max_scaled)), exp2f(fmaf(s[1][1], scale_log2, -max_scaled)));
+      p[1] = p[3] = 0u;
+      row_sum = row_sum * corr + (bf16Lo(p[0]) + bf16Hi(p[0]) + bf16Lo(p[2]) + bf16Hi(p[2]));
+#pragma unroll
+      for (int i = 0; i < kDimTiles; ++i) {
+        o_acc[i][0] *= corr;
+        o_acc[i][1] *= corr;
+      }
+#pragma unroll
+      for (int dp = 0; dp < kDimChunks; ++dp) {
+        uint32_t b[4];
+        ldmatrixX4Trans(b, v_tile + ((warp * 16 + v_lm_row) * G::kStride + dp * 16 + v_lm_col) * 2);
+        mmaBf16(o_acc[2 * dp], p, b[0], b[1]);
+        mmaBf16(o_acc[2 * dp + 1], p, b[2], b[3]);
+      }
+    }
+  }
+  cpAsyncWait<0>();
+  __syncthreads();  // the ring is free: reuse it for the merge of the warps' states
+
+  // ---- merge the 4 warps' states: M = max_w m_w, acc = sum_w acc_w 2^((m_w - M) s), l likewise ----
+  float* acc_s = reinterpret_cast<float*>(smem_raw);   // [kWarps][kRows][kAccStride]
+  float* max_s = acc_s + kWarps * kRows * G::kAccStride;  // [kWarps][kRows]
+  float* sum_s = max_s + kWarps * kRows;                // [kWarps][kRows]
+  row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
+  row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
+  {
+    float* mine = acc_s + (warp * kRows + gq) * G::kAccStride;
+#pragma unroll
+    for (int i = 0; i < kDimTiles; ++i)
+      *reinterpret_cast<float2*>(mine + i * 8 + 2 * tq) = make_float2(o_acc[i][0], o_acc[i][1]);
+    if (tq == 0) {
+      max_s[warp * kRows + gq] = row_max;
+      sum_s[warp * kRows + gq] = row_sum;
+    }
+  }
+  __syncthreads();
+  for (int e = tid; e < group * kHeadDim; e += kThreads) {
+    const int r = e / kHeadDim, d = e % kHeadDim;
+    float big = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) big = fmaxf(big, max_s[w * kRows + r]);
+    float acc = 0.0f, l = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float mw = max_s[w * kRows + r];
+      const float wt = mw == -INFINITY ? 0.0f : exp2f((mw - big) * scale_log2);  // idle warps weigh nothing
+      acc = fmaf(acc_s[(w * kRows + r) * G::kAccStride + d], wt, acc);
+      l = fmaf(sum_s[w * kRows + r], wt, l);
+    }
+    const int head = kvh * group + r;
+    if (a.splits == 1) {
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      storeOut(a, static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * kHeadDim + d, acc * inv);
+    } else {
+      // The merge kernel's units: max of the scaled scores, sum of e^(scaled - max).
+      float* part = a.partial + ((static_cast<int64_t>(blockIdx.x) * a.num_heads + head) * a.splits + split) *
+                                    (kHeadDim + 2);
+      part[d] = acc;
+      if (d == 0) {
+        part[kHeadDim] = big * a.scale;  // -inf for an empty split
+        part[kHeadDim + 1] = l;
+      }
+    }
+  }
+}
+
+template <int kHeadDim>
+cudaError_t optInOne() {
+  return cudaFuncSetAttribute(decodeMmaKernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(Geometry<kHeadDim>::kSmemBytes));
+}
+
+template <int kHeadDim>
+cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
+  int tpb_shift = 0;
+  while ((int64_t{1} << tpb_shift) < g.tokens_per_block) ++tpb_shift;
+  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
+                  static_cast<unsigned>(a.splits));
+  return launchPdl(decodeMmaKernel<kHeadDim>, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream,
+                   static_cast<const __nv_bfloat16*>(pool), g, a, group, tpb_shift);
+}
+
+}  // namespace
+
+bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool) {
+  const int64_t tpb = g.tokens_per_block;
+  return (g.head_dim == 64 || g.head_dim == 128) && g.num_kv_heads >= 1 && num_heads >= 1 &&
+         num_heads % g.num_kv_heads == 0 && num_heads / g.num_kv_heads <= kRows && tpb >= 1 &&
+         tpb <= (int64_t{1} << 30) && (tpb & (tpb - 1)) == 0 && g.elems_per_block % 8 == 0 &&
+         reinterpret_cast<uintptr_t>(pool) % 16 == 0;
+}
+
+cudaError_t initDecodeMmaKernels() {
+  const cudaError_t e = optInOne<64>();
+  return e != cudaSuccess ? e : optInOne<128>();
+}
+
+cudaError_t decodeAttentionMma(const void* pool_bf16, const KvLayout& g, const DecodeAttnArgs& a,
+                               cudaStream_t stream) {
+  if (!decodeMmaSupported(g, a.num_heads, pool_bf16) || a.layer < 0) return cudaErrorInvalidValue;
+  const int group = static_cast<int>(a.num_heads / g.num_kv_heads);
+  if (g.head_dim == 64) return launchOne<64>(pool_bf16, g, a, group, stream);
+  return launchOne<128>(pool_bf16, g, a, group, stream);
+}
+
+}  // namespace llmrt::cuda
