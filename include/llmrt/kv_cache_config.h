@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "llmrt/status.h"
 
@@ -52,6 +53,11 @@ struct KvCacheConfig {
   // Reusable blocks evicted from the primary pool whose retention priority is at
   // least this are offloaded to the secondary pool instead of dropped. In [1, 100].
   int32_t secondary_offload_min_priority = kDefaultRetentionPriority;
+
+  // Element type of the cached K/V: "auto" (the compute dtype: bfloat16 with bf16 weights on the
+  // GPU, float32 otherwise), "float32" (twice the memory of bf16, K/V not rounded: the most
+  // accurate attention with bf16 weights), or "bfloat16" (GPU with bf16 weights only).
+  std::string dtype = "auto";
 
   // Capacity of the KV cache event buffer (events beyond it drop the oldest);
   // 0 = events disabled.

@@ -19,6 +19,11 @@ Status EngineOptions::validate() const {
     return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"", "\"auto\", \"bfloat16\" or \"float32\"");
   if (backend == "cpu" && dtype == "bfloat16")
     return fieldError("EngineOptions", "dtype", "\"bfloat16\"", "\"auto\" or \"float32\" (the CPU backend computes in float32)");
+  if (kv_cache_config.dtype == "bfloat16" && (backend == "cpu" || dtype == "float32"))
+    return fieldError("KvCacheConfig", "dtype", "\"bfloat16\"",
+                      "\"auto\" or \"float32\" with " +
+                          std::string(backend == "cpu" ? "the CPU backend (it computes in float32)"
+                                                       : "dtype \"float32\" (a bf16 cache needs bf16 weights)"));
   if (num_threads < 0) return fieldError("EngineOptions", "num_threads", std::to_string(num_threads), ">= 0");
   if (max_seq_len < 0) return fieldError("EngineOptions", "max_seq_len", std::to_string(max_seq_len), ">= 0");
   if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
@@ -48,6 +53,7 @@ Result<std::unique_ptr<Backend>> createBackend(const EngineOptions& options) {
     co.weight_dtype = DType::kF32;
     co.kv_dtype = DType::kF32;
   }
+  if (options.kv_cache_config.dtype == "float32") co.kv_dtype = DType::kF32;
   return createCudaBackend(co);
 #else
   return unimplemented("EngineOptions: backend \"cuda\": this build has no CUDA backend "

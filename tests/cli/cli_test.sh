@@ -81,6 +81,9 @@ if [[ -f $model/config.json ]]; then
   expect 1 "cannot open input file" -- "$bin" generate --model "$model" --input-file "$tmp/nonexistent.jsonl"
   expect 2 "excludes" -- "$bin" generate --model "$model" --input-file "$tmp/batch.jsonl" --prompt hi
   expect 2 "scheduler-policy" -- "$bin" generate --model "$model" --input-file "$tmp/batch.jsonl" --scheduler-policy fastest
+  expect 2 "kv-cache-dtype" -- "$bin" generate --model "$model" --prompt hi --kv-cache-dtype fp8
+  expect 1 "KvCacheConfig.*dtype.*CPU backend" -- "$bin" generate --model "$model" --prompt hi --backend cpu --kv-cache-dtype bfloat16
+  expect 0 '"output_ids": \[432, 383, 286, 261, 376, 298, 315, 421\]' -- "$bin" generate --model "$model" --prompt "Once upon a time" --max-tokens 8 --json --backend cpu --kv-cache-dtype float32
 else
   echo "note: $model absent; model-dependent CLI checks skipped"
 fi

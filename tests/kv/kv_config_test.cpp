@@ -79,6 +79,13 @@ TEST(KvCacheConfigTest, OtherFields) {
   EXPECT_FALSE(c.validate().isOk());
   c.secondary_offload_min_priority = 100;
   EXPECT_TRUE(c.validate().isOk());
+  for (const char* ok : {"auto", "float32", "bfloat16"}) {
+    c.dtype = ok;
+    EXPECT_TRUE(c.validate().isOk()) << ok;
+  }
+  c.dtype = "fp8";
+  EXPECT_THAT(c.validate().message(), HasSubstr("dtype"));
+  EXPECT_THAT(c.validate().message(), HasSubstr("\"fp8\""));
 }
 
 TEST(KvCacheRetentionConfigTest, ValidRanges) {

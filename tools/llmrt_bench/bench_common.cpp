@@ -28,6 +28,8 @@ void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--kv-cache-free-gpu-memory-fraction", f.kv_fraction,
                   "Fraction of free memory for the KV cache, in (0, 1) (default 0.9)");
   cmd->add_option("--kv-cache-max-tokens", f.kv_max_tokens, "Upper bound on the KV cache size in tokens");
+  cmd->add_option("--kv-cache-dtype", f.kv_dtype, "auto | float32 | bfloat16 (default auto: the compute dtype)")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
   cmd->add_option("--tokens-per-block", f.tokens_per_block,
                   "KV cache block size, a power of two (default 32)");
   cmd->add_flag("--enable-block-reuse", f.enable_block_reuse, "Reuse cached prefixes (default off)");
@@ -86,6 +88,7 @@ LlmArgs makeLlmArgs(const EngineFlags& f) {
   a.max_seq_len = f.max_seq_len;
   a.num_threads = f.threads;
   a.kv_cache_config.tokens_per_block = f.tokens_per_block;
+  a.kv_cache_config.dtype = f.kv_dtype;
   a.kv_cache_config.max_tokens = f.kv_max_tokens;
   a.kv_cache_config.free_gpu_memory_fraction = f.kv_fraction;
   a.kv_cache_config.enable_block_reuse = f.enable_block_reuse;
@@ -267,6 +270,7 @@ json statsJson(const LlmStats& s) {
           {"context_tokens", s.context_tokens},
           {"generated_tokens", s.generated_tokens},
           {"busy_seconds", s.seconds},
+          {"device_busy_seconds", s.device_seconds},
           {"generated_tokens_per_step", s.steps ? static_cast<double>(s.generated_tokens) / s.steps : 0.0},
           {"pauses", s.pauses},
           {"resumes", s.resumes},

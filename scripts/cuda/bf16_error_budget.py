@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Where the bf16 engine's logit error comes from (run on the GPU machine).
+
+For every golden model in tests/data/golden, runs `llmrt generate --dtype bfloat16` on each
+case's prompt in several configurations that each round one thing less than the default, and
+measures the issue's bf16 criterion against HF transformers in float32 with the same
+bf16-rounded matrices (e2e_common.bf16_weight_reference): top-1 agreement and max |d logprob| of
+the reference's top token over every prompt position. HF transformers in bf16 is the peer.
+
+usage: bf16_error_budget.py LLMRT GOLDEN_DIR   (prints a table; exit 0)
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_common import bf16_weight_reference, hf_bf16_logits, log_softmax, run_generate  # noqa: E402
+
+LLMRT, GOLDEN = sys.argv[1], sys.argv[2]
+# (name, extra flags, LLMRT_CUDA_DISABLE)
+CONFIGS = [
+    ("default (bf16 KV, bf16 GEMM inputs, tensor-core attention)", [], None),
+    ("bf16 KV, fp32 attention math", [], "flash,mmadecode"),
+    ("bf16 KV, fp32 GEMM inputs", [], "bf16act"),
+    ("fp32 KV cache (--kv-cache-dtype float32)", ["--kv-cache-dtype", "float32"], None),
+    ("fp32 KV cache, fp32 GEMM inputs", ["--kv-cache-dtype", "float32"], "bf16act"),
+]
+
+
+def measure(ref, got):
+    top = ref.argmax(axis=-1)
+    idx = np.arange(len(top))
+    dlp = np.abs(log_softmax(got)[idx, top] - log_softmax(ref)[idx, top])
+    return int((got.argmax(axis=-1) == top).sum()), len(top), float(dlp.max())
+
+
+rows = {c[0]: {} for c in CONFIGS}
+rows["HF transformers bf16 (peer)"] = {}
+for name in sorted(os.listdir(GOLDEN)):
+    gdir = os.path.join(GOLDEN, name)
+    g = json.load(open(os.path.join(gdir, "golden.json")))
+    dynamic = "dynamic" in name
+    for ci, case in enumerate(g["cases"]):
+        ref = bf16_weight_reference(gdir, case["prompt_ids"])
+        if ref is None:
+            sys.exit("torch/transformers missing: no reference")
+        hb = hf_bf16_logits(gdir, case["prompt_ids"])
+        results = []
+        if hb is not None:
+            results.append(("HF transformers bf16 (peer)", hb))
+        for cname, extra, off in CONFIGS:
+            lp = f"/tmp/budget_{name}_{ci}.npy"
+            flags = list(extra) + (["--max-seq-len", "128"] if dynamic else [])
+            out, err = run_generate(LLMRT, gdir, case["prompt_ids"], "cuda", "bfloat16", 1, flags, lp,
+                                    {"LLMRT_CUDA_DISABLE": off} if off else None)
+            if out is None:
+                print(f"{name}/case{ci} {cname}: run failed: {err}", flush=True)
+                continue
+            results.append((cname, np.load(lp)))
+        for cname, lg in results:
+            agree, n, dmax = measure(ref, lg)
+            a0, n0, d0 = rows[cname].get(name, (0, 0, 0.0))
+            rows[cname][name] = (a0 + agree, n0 + n, max(d0, dmax))
+
+models = sorted({m for r in rows.values() for m in r})
+print("| configuration | all: top-1 | all: max abs d logprob | " + " | ".join(models) + " |")
+print("|---|---|---|" + "---|" * len(models))
+for cname, per in rows.items():
+    if not per:
+        continue
+    agree = sum(v[0] for v in per.values())
+    n = sum(v[1] for v in per.values())
+    dmax = max(v[2] for v in per.values())
+    cells = [f"{per[m][2]:.4f}" if m in per else "-" for m in models]
+    print(f"| {cname} | {agree}/{n} ({100 * agree / n:.2f}%) | {dmax:.4f} | " + " | ".join(cells) + " |")

@@ -1,0 +1,70 @@
+"""Helpers shared by the GPU-machine scripts that compare llmrt with HF transformers
+(device_e2e.py, bf16_error_budget.py): the references for the bf16 criterion and a
+`llmrt generate --json` runner."""
+import json
+import os
+import subprocess
+
+import numpy as np
+
+_bf16_ref_cache = {}
+
+
+def bf16_weight_reference(gdir, prompt_ids):
+    """HF transformers logits of the model whose matrices are rounded to bf16 (what the CUDA bf16
+    mode stores; norms and biases stay float32, as there), computed in float32: the exact answer
+    for a bf16-weight model, so the comparison measures the engine's arithmetic, not the rounding
+    of the checkpoint. None when torch/transformers are missing."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+    except ImportError:
+        return None
+    if gdir not in _bf16_ref_cache:
+        m = AutoModelForCausalLM.from_pretrained(gdir, torch_dtype=torch.float32, attn_implementation="eager")
+        with torch.no_grad():
+            for p in m.parameters():
+                if p.dim() == 2:
+                    p.copy_(p.bfloat16().float())
+        _bf16_ref_cache[gdir] = m.eval()
+    with torch.no_grad():
+        return _bf16_ref_cache[gdir](torch.tensor([prompt_ids])).logits[0].numpy()
+
+
+_hf_bf16_cache = {}
+
+
+def hf_bf16_logits(gdir, prompt_ids):
+    """HF transformers itself running the checkpoint in bf16 (torch_dtype=bfloat16, SDPA) on the GPU:
+    the peer for the bf16 criterion (its own distance to the float32 answer). None without torch/CUDA."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    if gdir not in _hf_bf16_cache:
+        _hf_bf16_cache[gdir] = AutoModelForCausalLM.from_pretrained(gdir, torch_dtype=torch.bfloat16).cuda().eval()
+    with torch.no_grad():
+        ids = torch.tensor([prompt_ids]).cuda()
+        return _hf_bf16_cache[gdir](ids).logits[0].float().cpu().numpy()
+
+
+def log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def run_generate(llmrt, model, ids, backend, dtype, max_tokens, extra=(), logits=None, env=None):
+    prompt_args = ["--prompt", ids] if isinstance(ids, str) else ["--input-ids", ",".join(map(str, ids))]
+    cmd = [llmrt, "generate", "--model", model, *prompt_args, "--max-tokens",
+           str(max_tokens), "--ignore-eos", "--json", "--backend", backend, "--dtype", dtype,
+           "--kv-cache-max-tokens", "8192", *extra]
+    if logits:
+        cmd += ["--output-logits-npy", logits]
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if p.returncode != 0:
+        return None, p.stderr[-2000:]
+    return json.loads(p.stdout), None
