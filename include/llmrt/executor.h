@@ -134,7 +134,8 @@ struct ExecutorStats {
   uint64_t requests_completed = 0;
   uint64_t requests_failed = 0;
   uint64_t requests_cancelled = 0;
-  double busy_seconds = 0.0;
+  double busy_seconds = 0.0;    // wall time of the steps (scheduling, model, bookkeeping)
+  double device_seconds = 0.0;  // the GPU's time in those steps (0 on the CPU backend)
   // KV cache
   int32_t kv_total_blocks = 0;
   int32_t kv_free_blocks = 0;

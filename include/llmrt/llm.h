@@ -90,7 +90,8 @@ struct LlmStats {
   uint64_t resumes = 0;
   uint64_t context_tokens = 0;
   uint64_t generated_tokens = 0;
-  double seconds = 0.0;
+  double seconds = 0.0;         // wall time of the engine's steps
+  double device_seconds = 0.0;  // GPU time within them (0 on the CPU backend)
   // KV cache
   uint64_t reused_blocks = 0;
   uint64_t missed_blocks = 0;

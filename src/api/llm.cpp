@@ -119,6 +119,7 @@ LlmStats LLM::stats() const {
   s.context_tokens = e.context_tokens;
   s.generated_tokens = e.generated_tokens;
   s.seconds = e.busy_seconds;
+  s.device_seconds = e.device_seconds;
   s.reused_blocks = e.kv_reused_blocks;
   s.missed_blocks = e.kv_missed_blocks;
   s.reuse_hit_rate = e.kv_reuse_hit_rate;

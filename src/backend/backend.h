@@ -166,6 +166,10 @@ class Backend {
     body();
   }
   virtual bool canRecord() const { return false; }
+  // Device time of the steps so far, summed: from each beginStep's first upload to the step's
+  // results (argmax, samples or logits) being copied back. Beside the host's wall time of the
+  // steps it shows how long the device waited for the host. 0 where the backend does not measure.
+  virtual double deviceStepSeconds() const { return 0.0; }
 
   // ---- ops ------------------------------------------------------------------
   // out[i, :] = table[token_ids[i], :] for the step's tokens (table any float dtype, out F32)

@@ -209,6 +209,7 @@ void Executor::Impl::deliver() {
 
 void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   const KvCacheStats kv = engine->kvCache().stats();
+  const double device_seconds = engine->backend().deviceStepSeconds();
   std::lock_guard<std::mutex> lock(mu);
   stats.kv_total_blocks = kv.primary.total;
   stats.kv_free_blocks = kv.primary.free;
@@ -220,6 +221,7 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   stats.kv_evicted_blocks = kv.evicted_primary_blocks;
   stats.kv_offloaded_blocks = kv.offloaded_blocks;
   stats.kv_onboarded_blocks = kv.onboarded_blocks;
+  stats.device_seconds = device_seconds;
   if (it == nullptr) return;
   it->kv_used_blocks = kv.primary.used;
   it->kv_free_blocks = kv.primary.free;

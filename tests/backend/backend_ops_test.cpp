@@ -587,6 +587,32 @@ TEST_P(BackendOps, Argmax) {
   EXPECT_FALSE(cpu_->hasArgmax());
 }
 
+// deviceStepSeconds: each step's device time, from beginStep to its results going back, is added
+// when the results are read; a step whose results never go back is counted at the next read.
+TEST_P(BackendOps, DeviceStepTimeAddsUp) {
+  EXPECT_EQ(cpu_->deviceStepSeconds(), 0.0);
+  const int64_t n = 64, k = 4096, vocab = 8192;
+  std::vector<float> w = randomVec(static_cast<size_t>(vocab * k), rng_);
+  auto [wc, wg] = put(0, vocab, k, w);
+  auto [xc, xg] = put(1, n, k, randomVec(static_cast<size_t>(n * k), rng_));
+  auto [oc, og] = put(2, n, vocab, {});
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  const double t0 = gpu_->deviceStepSeconds();
+  beginPlain(n);
+  gpu_->linear(xg, wg, nullptr, og);  // a step with no results read
+  beginPlain(n);
+  gpu_->linear(xg, wg, nullptr, og);
+  EXPECT_EQ(gpu_->deviceStepSeconds(), t0);  // nothing read yet
+  ASSERT_TRUE(gpu_->argmaxRows(og, ids.data()).isOk());
+  const double t1 = gpu_->deviceStepSeconds();
+  EXPECT_GT(t1, t0);
+  EXPECT_LT(t1 - t0, 1.0);  // two 64 x 8192 x 4096 products and an argmax
+  beginPlain(n);
+  gpu_->linear(xg, wg, nullptr, og);
+  ASSERT_TRUE(gpu_->argmaxRows(og, ids.data()).isOk());
+  EXPECT_GT(gpu_->deviceStepSeconds(), t1);
+}
+
 // The products' operands in bf16 (activationDtype() with bf16 weights): normed rows,
 // product inputs and outputs, SiLU·mul. The CPU computes in float32 on the same
 // bf16-rounded inputs; a bf16 output differs from it by its rounding (2^-9 relative).

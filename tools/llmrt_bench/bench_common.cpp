@@ -289,6 +289,7 @@ LlmStats statsDelta(const LlmStats& a, const LlmStats& b) {
   d.context_tokens = a.context_tokens - b.context_tokens;
   d.generated_tokens = a.generated_tokens - b.generated_tokens;
   d.seconds = a.seconds - b.seconds;
+  d.device_seconds = a.device_seconds - b.device_seconds;
   d.reused_blocks = a.reused_blocks - b.reused_blocks;
   d.missed_blocks = a.missed_blocks - b.missed_blocks;
   const uint64_t looked = d.reused_blocks + d.missed_blocks;

@@ -260,8 +260,8 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
       "  TTFT            mean %9.1f ms   p50 %9.1f ms   p99 %9.1f ms\n"
       "  ITL             mean %9.2f ms   p50 %9.2f ms   p99 %9.2f ms\n"
       "  end to end      mean %9.1f ms   p99 %9.1f ms\n"
-      "  engine          %llu steps, %.1f generated tokens/step, %llu context tokens, busy %.2f s, "
-      "%llu pauses\n",
+      "  engine          %llu steps, %.1f generated tokens/step, %llu context tokens, busy %.2f s "
+      "(GPU %.2f s), %llu pauses\n",
       ef.model.c_str(), static_cast<long long>(f.num_requests), static_cast<long long>(f.input_len),
       static_cast<long long>(f.output_len), ef.max_batch_size, static_cast<long long>(ef.max_num_tokens),
       eng.load_s, wall_s, static_cast<unsigned long long>(out_tokens), out_tps,
@@ -269,7 +269,7 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
       percentile(ttft, 50), percentile(ttft, 99), mean(itl), percentile(itl, 50), percentile(itl, 99),
       mean(e2e), percentile(e2e, 99), static_cast<unsigned long long>(st.steps),
       st.steps ? static_cast<double>(st.generated_tokens) / static_cast<double>(st.steps) : 0.0,
-      static_cast<unsigned long long>(st.context_tokens), st.seconds,
+      static_cast<unsigned long long>(st.context_tokens), st.seconds, st.device_seconds,
       static_cast<unsigned long long>(st.pauses));
   printJsonLine(j);
   return 0;

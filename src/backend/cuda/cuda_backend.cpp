@@ -145,6 +145,7 @@ CudaBackend::~CudaBackend() {
   if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
   for (Buffer* b : {&pinned_meta_, &argmax_host_, &sample_in_host_, &sample_out_host_}) (void)cudaFreeHost(b->ptr);
   if (meta_copied_) (void)cudaEventDestroy(meta_copied_);
+  for (cudaEvent_t e : step_events_) (void)cudaEventDestroy(e);
   for (int i = 0; i < 2; ++i) {
     (void)cudaFreeHost(staging_[i].ptr);
     if (staged_[i]) (void)cudaEventDestroy(staged_[i]);
@@ -262,6 +263,39 @@ void CudaBackend::recordOrReplay(uint64_t key, const std::function<void()>& body
     fail(cudaStatus(e, "cudaGraphLaunch", __FILE__, __LINE__));
 }
 
+Status CudaBackend::openStepTiming() {
+  LLMRT_RETURN_IF_ERROR(closeStepTiming());  // a step whose results never went back
+  if (step_events_used_ >= 256) LLMRT_RETURN_IF_ERROR(syncStepResults());  // (128 such steps in a row)
+  while (step_events_.size() < step_events_used_ + 2) {
+    cudaEvent_t e = nullptr;
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
+    step_events_.push_back(e);
+  }
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[step_events_used_], stream_));
+  step_events_used_ += 2;
+  step_timing_open_ = true;
+  return Status::ok();
+}
+
+Status CudaBackend::closeStepTiming() {
+  if (!step_timing_open_) return Status::ok();
+  step_timing_open_ = false;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(step_events_[step_events_used_ - 1], stream_));
+  return Status::ok();
+}
+
+Status CudaBackend::syncStepResults() {
+  LLMRT_RETURN_IF_ERROR(closeStepTiming());
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  for (size_t i = 0; i + 1 < step_events_used_; i += 2) {
+    float ms = 0.0f;
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, step_events_[i], step_events_[i + 1]));
+    device_step_seconds_ += ms * 1e-3;
+  }
+  step_events_used_ = 0;
+  return Status::ok();
+}
+
 Status CudaBackend::argmaxRows(const TensorView& logits, int32_t* out) {
   if (failed()) return error_;
   const int64_t rows = viewRows(logits), vocab = viewCols(logits);
@@ -275,7 +309,7 @@ Status CudaBackend::argmaxRows(const TensorView& logits, int32_t* out) {
   }
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_.ptr, argmax_.ptr, static_cast<size_t>(rows) * 4,
                                              cudaMemcpyDeviceToHost, stream_));
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // faults of the step surface here
+  LLMRT_RETURN_IF_ERROR(syncStepResults());
   collectProfile();
   std::memcpy(out, argmax_host_.ptr, static_cast<size_t>(rows) * 4);
   return Status::ok();
@@ -408,8 +442,7 @@ Status CudaBackend::copyToHost(const TensorView& src, float* dst) {
   if (r * c == 0) return Status::ok();
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, c * sizeof(float), src.data, ld * sizeof(float),
                                                c * sizeof(float), r, cudaMemcpyDeviceToHost, stream_));
-  // Faults of earlier kernels surface here.
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  LLMRT_RETURN_IF_ERROR(syncStepResults());
   collectProfile();
   return Status::ok();
 }

@@ -96,6 +96,7 @@ class CudaBackend final : public Backend {
   Status beginStep(const StepInputs& inputs) override;
   void recordOrReplay(uint64_t key, const std::function<void()>& body) override;
   bool canRecord() const override { return use_graphs_; }
+  double deviceStepSeconds() const override { return device_step_seconds_; }
 
   void embedding(const TensorView& table, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
@@ -212,6 +213,18 @@ class CudaBackend final : public Backend {
   Buffer meta_;
   Buffer pinned_meta_;                 // pinned: the packed step on its way to meta_
   cudaEvent_t meta_copied_ = nullptr;  // the last upload has read `pinned_meta_`
+  // Step timing (deviceStepSeconds): an event pair per step, [began, done], recorded after
+  // beginStep's upload and where the results go back (or, for a step with no results, when the
+  // next step begins); read at the next stream synchronisation, when all have completed.
+  std::vector<cudaEvent_t> step_events_;
+  size_t step_events_used_ = 0;  // 2 per interval not yet read
+  bool step_timing_open_ = false;
+  double device_step_seconds_ = 0.0;
+  Status openStepTiming();
+  Status closeStepTiming();
+  // Waits for the stream after a step's results were enqueued for the host (faults of the step
+  // surface here) and adds the steps' device times.
+  Status syncStepResults();
   DeviceStep dev_;
   uint64_t step_layout_ = 0;  // hash of what fixes the ops' arguments for a step shape
 

@@ -116,6 +116,7 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   put(o_inv, step_.inv_freq.data(), step_.inv_freq.size() * sizeof(float));
   put(o_tables, step_.tables.data(), step_.tables.size() * sizeof(int32_t));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(meta_.ptr, pinned_meta_.ptr, bytes, cudaMemcpyHostToDevice, stream_));
+  LLMRT_RETURN_IF_ERROR(openStepTiming());  // (after the upload: the host's packing is not device time)
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(meta_copied_, stream_));
 
   auto* d = static_cast<uint8_t*>(meta_.ptr);

@@ -66,7 +66,7 @@ Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> r
   }
   LLMRT_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(sample_out_host_.ptr, sample_out_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // faults of the step surface here
+  LLMRT_RETURN_IF_ERROR(syncStepResults());
   collectProfile();
   std::memcpy(out.data(), sample_out_host_.ptr, out_bytes);
   return Status::ok();
