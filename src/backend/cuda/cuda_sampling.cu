@@ -37,6 +37,7 @@ constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr unsigned kFull = 0xffffffffu;
 constexpr float kFixedScale = 0x1p40f;  // probability 1 (the top token) = 2^40
+constexpr int kMaxCandidates = kThreads;  // the candidate path's set: one token per thread
 using u64 = unsigned long long;
 
 // fastExp of src/sampling/kernels.h (Cephes expf), the same operations in the same
@@ -111,6 +112,14 @@ struct Shared {
   int32_t top_count;
   float top_val[RowSample::kMaxTop];
   int32_t top_id[RowSample::kMaxTop];
+  // The candidate path (drawFromCandidates): the tokens, in id order, their fixed-point and
+  // drawing weights.
+  int32_t cand_count;
+  int32_t cand_id[kMaxCandidates];
+  float cand_val[kMaxCandidates];
+  float cand_w[kMaxCandidates];
+  u64 cand_fp[kMaxCandidates];
+  double total;
 };
 
 template <typename T>
@@ -140,6 +149,18 @@ __device__ T blockSum(T v, Shared& sh) {
   if (lane == 0) sums[warp] = v;
   __syncthreads();
   const T t = warpSum(lane < kWarps ? sums[lane] : T(0));
+  __syncthreads();
+  return t;
+}
+
+// Block-wide minimum of a u64 (every thread gets the result).
+__device__ u64 blockMin(u64 v, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(kFull, v, o));
+  if (lane == 0) sh.warp_u64[warp] = v;
+  __syncthreads();
+  u64 t = lane < kWarps ? sh.warp_u64[lane] : ~0ull;
+  for (int o = 16; o > 0; o >>= 1) t = min(t, __shfl_xor_sync(kFull, t, o));
   __syncthreads();
   return t;
 }
@@ -232,6 +253,19 @@ __device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
   return r;
 }
 
+// hist[bin] += w for the calling lane, the warp's lanes with the same bin combined first: one
+// shared atomic per distinct bin and warp step. (Logits share few leading key bytes, so per-lane
+// atomics on the first radix pass serialised on a handful of bins.) w < 2^60 is reduced in three
+// 20-bit parts (redux.sync adds 32-bit values).
+__device__ __forceinline__ void histAdd(u64* hist, int bin, u64 w) {
+  const unsigned peers = __match_any_sync(__activemask(), bin);
+  const unsigned lo = __reduce_add_sync(peers, static_cast<unsigned>(w & 0xfffffu));
+  const unsigned mid = __reduce_add_sync(peers, static_cast<unsigned>((w >> 20) & 0xfffffu));
+  const unsigned hi = __reduce_add_sync(peers, static_cast<unsigned>(w >> 40));
+  if ((threadIdx.x & 31) == __ffs(peers) - 1)
+    atomicAdd(&hist[bin], static_cast<u64>(lo) + (static_cast<u64>(mid) << 20) + (static_cast<u64>(hi) << 40));
+}
+
 // The token at which the cumulative weight, in (logit desc, id asc) order over the
 // tokens `within` keeps, reaches `target` (>= 1): weight 1 per token (by_mass false:
 // the target-th token) or its fixed-point probability. Returns the cut at that token;
@@ -242,21 +276,11 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < 256; b += kThreads) sh.hist[b] = 0;
     __syncthreads();
-    int run_bin = -1;
-    u64 run = 0;  // consecutive hits of one bin are added once (fewer shared atomics)
     forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
       const uint32_t k = orderKey(v);
       if ((k & mask) != prefix || !within.keeps(k, i)) return;
-      const u64 w = by_mass ? row.fixedProb(v) : 1ull;
-      const int bin = static_cast<int>((k >> shift) & 255u);
-      if (bin != run_bin) {
-        if (run) atomicAdd(&sh.hist[run_bin], run);
-        run_bin = bin;
-        run = 0;
-      }
-      run += w;
+      histAdd(sh.hist, static_cast<int>((k >> shift) & 255u), by_mass ? row.fixedProb(v) : 1ull);
     });
-    if (run) atomicAdd(&sh.hist[run_bin], run);
     __syncthreads();
     if (warp == 0) {
       u64 s = 0;
@@ -301,6 +325,114 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
   c.key = prefix;
   c.id = static_cast<int32_t>(id);
   return c;
+}
+
+// The candidate path of a truncated draw: when the top-k set has at most kMaxCandidates tokens,
+// or a top-p cut falls within the first kMaxCandidates tokens (usual for LLM logits), the cut and
+// the draw need only those tokens. They are gathered into shared memory once and sorted by id;
+// then the top-p cut (fixed-point masses, order-independent, as selectCut) and the inverse-CDF
+// draw (double sums in id order, exactly the host Sampler's explicit-candidate pick) run there,
+// instead of ~8 more passes over the vocabulary. `kcut`: the top-k cut (off without top-k);
+// `small_k`: top-k is on and keeps at most kMaxCandidates tokens. Returns the token, or -2 when
+// the path does not apply (top-p reaches beyond the candidates): the caller takes the full path.
+__device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool small_k, const RowSampling& p,
+                                      Shared& sh) {
+  const int j = threadIdx.x;
+  const bool top_p = p.top_p < 1.0f;
+  // The candidates: the top-k set itself, or the first kMaxCandidates tokens of the kept set.
+  Cut cand = kcut;
+  u64 mass = 0;  // fixed-point mass of the kept set (top-p's reference)
+  if (!small_k) {
+    if (row.vocab > kMaxCandidates) cand = selectCut(row, Cut{}, false, static_cast<u64>(kMaxCandidates), sh);
+    forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
+      if (kcut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
+    });
+    mass = blockSum(mass, sh);
+  }
+  if (j == 0) sh.cand_count = 0;
+  __syncthreads();
+  forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
+    if (!cand.keeps(orderKey(v), i)) return;
+    const int slot = atomicAdd(&sh.cand_count, 1);
+    if (slot < kMaxCandidates) {
+      sh.cand_id[slot] = static_cast<int32_t>(i);
+      sh.cand_val[slot] = v;
+    }
+  });
+  __syncthreads();
+  const int n = sh.cand_count;
+  if (n > kMaxCandidates || n == 0) return -2;  // (cannot happen: the cut keeps min(k, vocab) tokens)
+  // Bitonic sort by id over the next power of two (empty slots sort last).
+  int width = 1;
+  while (width < n) width <<= 1;
+  if (j >= n && j < width) {
+    sh.cand_id[j] = 0x7fffffff;
+    sh.cand_val[j] = -INFINITY;
+  }
+  __syncthreads();
+  for (int size = 2; size <= width; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const int partner = j ^ stride;
+      if (j < width && partner > j) {
+        const int32_t a = sh.cand_id[j], b = sh.cand_id[partner];
+        if ((a > b) == ((j & size) == 0)) {
+          sh.cand_id[j] = b;
+          sh.cand_id[partner] = a;
+          const float t = sh.cand_val[j];
+          sh.cand_val[j] = sh.cand_val[partner];
+          sh.cand_val[partner] = t;
+        }
+      }
+      __syncthreads();
+    }
+  }
+  const bool valid = j < n;
+  const float v = valid ? sh.cand_val[j] : 0.0f;
+  const uint32_t key = valid ? orderKey(v) : 0xffffffffu;
+  const u64 order = (static_cast<u64>(key) << 32) | static_cast<uint32_t>(valid ? sh.cand_id[j] : 0x7fffffff);
+  bool kept = valid;
+  if (top_p) {
+    const u64 fp = valid ? row.fixedProb(v) : 0ull;
+    if (j < kMaxCandidates) sh.cand_fp[j] = fp;
+    if (small_k) mass = blockSum(fp, sh);  // (also orders the cand_fp writes)
+    else __syncthreads();
+    const double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
+    const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
+    // Mass through this token in (logit desc, id asc) order; the cut is the first token reaching target.
+    u64 cum = 0;
+    if (valid) {
+      for (int i = 0; i < n; ++i) {
+        const u64 oi = (static_cast<u64>(orderKey(sh.cand_val[i])) << 32) | static_cast<uint32_t>(sh.cand_id[i]);
+        if (oi <= order) cum += sh.cand_fp[i];
+      }
+    }
+    const u64 cut = blockMin(valid && cum >= target ? order : ~0ull, sh);
+    if (cut == ~0ull) return -2;  // the cut lies beyond the candidates (only without a small top-k)
+    kept = valid && order <= cut;
+  } else if (!small_k) {
+    return -2;  // (not called so)
+  }
+  // The draw, as the host's pick(): weights in id order, total and target in double, the first
+  // positive weight whose cumulative sum exceeds u * total; the last positive one if rounding
+  // leaves the sum a hair below.
+  const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
+  const float q = kept ? row.prob(v) : 0.0f;
+  sh.cand_w[j] = q >= min_prob ? q : 0.0f;
+  __syncthreads();
+  double cum = 0.0;
+  for (int i = 0; i <= j && i < n; ++i) cum += static_cast<double>(sh.cand_w[i]);
+  if (j == n - 1) sh.total = cum;
+  __syncthreads();
+  const double target = philoxUniform(p.seed, p.step, p.sample_index) * sh.total;
+  const float w = sh.cand_w[j];
+  const u64 hit = blockMin(valid && w > 0.0f && cum > target ? static_cast<u64>(j) : ~0ull, sh);
+  u64 slot = hit;
+  if (hit == ~0ull) {
+    const u64 last = blockMin(valid && w > 0.0f ? static_cast<u64>(kMaxCandidates - 1 - j) : ~0ull, sh);
+    if (last == ~0ull) return -1;  // nothing positive: the caller draws the top token
+    slot = static_cast<u64>(kMaxCandidates - 1) - last;
+  }
+  return sh.cand_id[slot];
 }
 
 __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t ld, int64_t vocab,
@@ -389,30 +521,37 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   if (!p.greedy) {
     row.inv_t = __fdiv_rn(1.0f, p.temperature);
     Cut cut;
-    if (p.top_k > 0 && p.top_k < vocab) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
-    if (p.top_p < 1.0f) {
-      u64 mass = 0;
-      forEachValue(x, vocab, [&](int64_t i, float v) {
-        if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
-      });
-      mass = blockSum(mass, sh);
-      double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
-      const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
-      const Cut pc = selectCut(row, cut, true, target, sh);
-      if (pc.on) cut = pc;
+    const bool top_k = p.top_k > 0 && p.top_k < vocab;
+    if (top_k) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
+    const bool small_k = top_k && p.top_k <= kMaxCandidates;
+    const int32_t drawn = small_k || p.top_p < 1.0f ? drawFromCandidates(row, cut, small_k, p, sh) : -2;
+    if (drawn != -2) {
+      token = drawn >= 0 ? drawn : best_i;
+    } else {
+      if (p.top_p < 1.0f) {
+        u64 mass = 0;
+        forEachValue(x, vocab, [&](int64_t i, float v) {
+          if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
+        });
+        mass = blockSum(mass, sh);
+        double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
+        const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
+        const Cut pc = selectCut(row, cut, true, target, sh);
+        if (pc.on) cut = pc;
+      }
+      const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
+      const double u = philoxUniform(p.seed, p.step, p.sample_index);
+      const int64_t t = firstReaching<double, true>(
+          vocab,
+          [&](int64_t i) -> double {
+            const float v = x[i];
+            if (!cut.keeps(orderKey(v), i)) return 0.0;
+            const float q = row.prob(v);
+            return q >= min_prob ? static_cast<double>(q) : 0.0;
+          },
+          [&](double total) { return u * total; }, sh);
+      token = t >= 0 ? static_cast<int32_t>(t) : best_i;
     }
-    const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
-    const double u = philoxUniform(p.seed, p.step, p.sample_index);
-    const int64_t t = firstReaching<double, true>(
-        vocab,
-        [&](int64_t i) -> double {
-          const float v = x[i];
-          if (!cut.keeps(orderKey(v), i)) return 0.0;
-          const float q = row.prob(v);
-          return q >= min_prob ? static_cast<double>(q) : 0.0;
-        },
-        [&](double total) { return u * total; }, sh);
-    token = t >= 0 ? static_cast<int32_t>(t) : best_i;
   }
 
   // Logprobs of the processed logits at temperature 1.
