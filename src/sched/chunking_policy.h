@@ -30,6 +30,11 @@ struct ChunkingOptions {
 //  - FIRST_COME_FIRST_SERVED: each candidate in order takes all it can.
 //  - EQUAL_PROGRESS: rounds giving every unfinished candidate up to its next
 //    block boundary until the budget is spent.
+// Chunks end on block boundaries except a context's last one, and except when
+// max_num_tokens < tokens_per_block (then anywhere: no chunk could end on one).
 void assignChunks(const ChunkingOptions& options, std::span<ChunkCandidate> cands, int32_t& budget);
+
+// The token multiple at which chunks end (tokens_per_block, or 1 when max_num_tokens < it).
+int32_t chunkAlignment(int32_t tokens_per_block, int32_t max_num_tokens);
 
 }  // namespace llmrt

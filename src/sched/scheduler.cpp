@@ -146,9 +146,10 @@ Status Scheduler::admit(Context& ctx) {
     }
     const int32_t len = static_cast<int32_t>(r->tokens->size());
     const int32_t remaining_new = std::max(0, r->remainingNewTokens());
-    // The smallest first chunk it could get: one block, or the whole context without chunking.
+    // The smallest first chunk it could get: one aligned piece (a block), or the whole context
+    // without chunking.
     const bool whole = !options_.config.enable_chunked_context && len <= options_.max_num_tokens;
-    const int32_t min_chunk = whole ? len : std::min(len, tpb);
+    const int32_t min_chunk = whole ? len : std::min(len, chunkAlignment(tpb, options_.max_num_tokens));
     AdmissionQuery q;
     q.nothing_in_flight_at_start = ctx.nothing_in_flight_at_start;
     q.reserved_blocks = reserved;

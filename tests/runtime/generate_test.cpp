@@ -231,6 +231,20 @@ TEST(Generate, ChunkedContextAndContextLogitsMatchOnePiece) {
     max_diff = std::max<double>(max_diff, std::fabs((*a)[0].context_logits[i] - (*b)[0].context_logits[i]));
   EXPECT_LT(max_diff, 1e-4);
   EXPECT_GT(chunked->stats().steps, whole->stats().steps);
+
+  // A step smaller than a KV block (3 tokens, blocks of 16): chunks cannot end on block
+  // boundaries; the prompt still goes through, in 17 steps, with the same tokens.
+  LlmArgs tiny_args = whole_args;
+  tiny_args.max_num_tokens = 3;
+  tiny_args.kv_cache_config.tokens_per_block = 16;
+  auto tiny = makeLlm(tiny_args);
+  ASSERT_TRUE(tiny);
+  auto c = tiny->generate({Prompt::fromIds(prompt)}, {greedy(16)}, {ro});
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ((*a)[0].outputs[0].token_ids, (*c)[0].outputs[0].token_ids);
+  ASSERT_EQ((*c)[0].context_logits.size(), prompt.size() * 512);
+  for (size_t i = 0; i < (*a)[0].context_logits.size(); ++i)
+    ASSERT_NEAR((*a)[0].context_logits[i], (*c)[0].context_logits[i], 1e-4) << i;
 }
 
 TEST(Generate, PromptLogprobsAgreeWithGreedyConfidence) {

@@ -9,12 +9,12 @@ namespace llmrt {
 namespace {
 
 std::vector<int32_t> chunks(ContextChunkingPolicy p, std::vector<ChunkCandidate> c, int32_t budget, bool on = true,
-                            int32_t tpb = 16) {
+                            int32_t tpb = 16, int32_t max_num_tokens = 64) {
   ChunkingOptions o;
   o.policy = p;
   o.enable_chunking = on;
   o.tokens_per_block = tpb;
-  o.max_num_tokens = 64;
+  o.max_num_tokens = max_num_tokens;
   assignChunks(o, c, budget);
   std::vector<int32_t> out;
   for (const auto& x : c) out.push_back(x.chunk);
@@ -42,6 +42,19 @@ TEST(Chunking, ChunksEndOnBlockBoundariesExceptTheLast) {
   EXPECT_EQ(c[0], 0);  // less than a block: wait
   c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 10}}, 15);
   EXPECT_EQ(c[0], 10);
+}
+
+TEST(Chunking, StepsSmallerThanABlockCutChunksAnywhere) {
+  // max_num_tokens 3 < 16 tokens per block: aligned chunks would all be empty and the prompts
+  // would never start (this hung `llmrt generate --max-num-tokens 3`).
+  for (auto p : {ContextChunkingPolicy::kFirstComeFirstServed, ContextChunkingPolicy::kEqualProgress}) {
+    EXPECT_EQ(chunks(p, {{0, 5}}, 3, true, 16, 3), (std::vector<int32_t>{3}));
+    EXPECT_EQ(chunks(p, {{3, 5}}, 3, true, 16, 3), (std::vector<int32_t>{2}));
+    const auto two = chunks(p, {{0, 5}, {0, 5}}, 3, true, 16, 3);
+    EXPECT_EQ(two[0] + two[1], 3);
+    // Without chunking a context longer than the step (a resumed one) is chunked the same way.
+    EXPECT_EQ(chunks(p, {{0, 5}}, 3, false, 16, 3)[0], 3);
+  }
 }
 
 TEST(Chunking, WithoutChunkingContextsRunWholeInOrder) {
