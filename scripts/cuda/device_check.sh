@@ -39,12 +39,15 @@ SAN=${SAN:-/usr/local/cuda/bin/compute-sanitizer}
 if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   echo "== compute-sanitizer memcheck"
   for dt in float32 bfloat16; do
-    # (With --tokens-per-block 16 --kv-cache-max-tokens 2048 --max-num-tokens 3 the run stalls under
-    # memcheck after the first chunk, cause unknown: docs/cuda-backend.md. Default options finish clean.)
     timeout 240 $SAN --tool memcheck --leak-check full --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
       --prompt "Once upon a time" --max-tokens 24 --backend cuda --dtype $dt > "$OUT/memcheck_$dt.log" 2>&1
     echo "memcheck generate $dt rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY" "$OUT/memcheck_$dt.log"
   done
+  # Steps smaller than a KV block (this once hung, with or without the sanitizer).
+  timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
+    --prompt "Once upon a time" --max-tokens 24 --backend cuda --tokens-per-block 16 --kv-cache-max-tokens 2048 \
+    --max-num-tokens 3 > "$OUT/memcheck_small_steps.log" 2>&1
+  echo "memcheck generate small steps rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck_small_steps.log"
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16' > "$OUT/memcheck_ops.log" 2>&1
   echo "memcheck ops(bf16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/device_sampling_test \

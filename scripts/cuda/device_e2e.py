@@ -107,6 +107,36 @@ if bf16_positions:
           f"top-1 equal to HF at {bf16_top1_agree}/{bf16_positions} prompt positions ({100 * frac:.2f}%, need >= 99%), "
           f"max |d logprob| of HF's top token {bf16_max_dlogprob:.4f} (need <= 0.05)")
 
+# The same criterion for the accurate bf16-weight configuration: a float32 KV cache (float32
+# activations, products on bf16 hi + lo inputs). Its failure is reported like the default's.
+acc_positions = acc_agree = 0
+acc_max = 0.0
+for name in sorted(os.listdir(GOLDEN)):
+    gdir = os.path.join(GOLDEN, name)
+    g = json.load(open(os.path.join(gdir, "golden.json")))
+    for ci, case in enumerate(g["cases"]):
+        ref_b = bf16_weight_reference(gdir, case["prompt_ids"])
+        if ref_b is None:
+            continue
+        lp = os.path.join("/tmp", f"{name}_{ci}_accurate.npy")
+        flags = ["--kv-cache-dtype", "float32"] + (["--max-seq-len", "128"] if "dynamic" in name else [])
+        out, err = run(gdir, case["prompt_ids"], "cuda", "bfloat16", 1, flags, lp)
+        if out is None:
+            check(f"{name}/case{ci}/cuda-bfloat16-kvf32", False, "run failed: " + err)
+            continue
+        lg = np.load(lp)
+        top_ref = ref_b.argmax(axis=-1)
+        idx = np.arange(len(top_ref))
+        dlp = np.abs(log_softmax(lg)[idx, top_ref] - log_softmax(ref_b)[idx, top_ref])
+        acc_positions += len(top_ref)
+        acc_agree += int((lg.argmax(axis=-1) == top_ref).sum())
+        acc_max = max(acc_max, float(dlp.max()))
+if acc_positions:
+    frac = acc_agree / acc_positions
+    check("golden/bf16-criterion-kv-float32", frac >= 0.99 and acc_max <= 0.05,
+          f"bf16 weights with --kv-cache-dtype float32: top-1 equal to HF at {acc_agree}/{acc_positions} prompt "
+          f"positions ({100 * frac:.2f}%), max |d logprob| of HF's top token {acc_max:.4f}")
+
 if hf_positions:
     print(f"info golden/bf16-peer: HF transformers in bf16 (SDPA, GPU) against the same reference: top-1 equal at "
           f"{hf_top1_agree}/{hf_positions} prompt positions ({100 * hf_top1_agree / hf_positions:.2f}%), "

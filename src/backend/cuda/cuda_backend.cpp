@@ -89,7 +89,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_graphs_ = false;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_PROFILE=1: timing every op (graphs off)");
   }
-  bool bf16_activations = options.weight_dtype == DType::kBF16;
+  // bf16 product operands with bf16 weights and a bf16 cache; a float32 cache asks for accuracy:
+  // activations stay float32 and the products take them as bf16 hi + lo pairs (linear()).
+  bool bf16_activations = options.weight_dtype == DType::kBF16 && b->options_.kv_dtype == DType::kBF16;
   bool pdl = prop.major >= 9;  // programmatic dependent launch (cuda_pdl.h)
   // Switches for measurements and diagnosis:
   // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling (comma-separated).
@@ -208,7 +210,8 @@ void CudaBackend::dropGraphs() {
 Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (failed()) return error_;
   if (max_tokens < 1 || max_width < 1) return invalidArgument("reserveWorkspace: sizes must be positive");
-  if (options_.weight_dtype == DType::kBF16) reserve(bf16_x_, static_cast<size_t>(max_tokens * max_width) * 2);
+  if (options_.weight_dtype == DType::kBF16)  // (hi and lo parts with float32 activations)
+    reserve(bf16_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
   reserve(argmax_, static_cast<size_t>(max_tokens) * sizeof(int32_t));
   return error_;  // set by a failed reserve
 }

@@ -229,24 +229,38 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
                                          ld(out), stream_));
       return;
     }
-    // bf16 x bf16 with fp32 accumulation; a float32 x is rounded to bf16 first.
+    // bf16 x bf16 with fp32 accumulation. A float32 x is rounded to bf16 first; with float32
+    // activations (the accurate mode: a float32 KV cache) it is split into bf16 hi + lo parts
+    // and the two products are summed (out = W hi + W lo), so x keeps ~16 bits for twice the FLOPs.
     const void* xb = x.data;
     int64_t ldxb = ld(x);
+    const bool split = x.dtype != DType::kBF16 && activation_dtype_ == DType::kF32 && out.dtype == DType::kF32;
+    void* x_lo = nullptr;
     if (x.dtype != DType::kBF16) {
-      if (!reserve(bf16_x_, static_cast<size_t>(m * k) * 2)) return;
-      LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
+      if (!reserve(bf16_x_, static_cast<size_t>(m * k) * (split ? 4 : 2))) return;
+      if (split) {
+        x_lo = static_cast<uint8_t*>(bf16_x_.ptr) + static_cast<size_t>(m * k) * 2;
+        LLMRT_CUDA_OP_CHECK(cuda::splitToBf16(f32(x), ld(x), m, k, bf16_x_.ptr, x_lo, stream_));
+      } else {
+        LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
+      }
       xb = bf16_x_.ptr;
       ldxb = k;
     }
     const cudaDataType_t out_type = out.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
     // A plan per shape (cuBLASLt); cublasGemmEx where cuBLASLt has no algorithm for it.
-    const cublasStatus_t lt = lt_.run(w.data, xb, ldxb, out.data, out_type, m, n, k, ld(out), cublas_ws_.ptr,
-                                      cublas_ws_.bytes, stream_);
-    if (lt != CUBLAS_STATUS_SUCCESS) {
-      LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
-          cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
-          w.data, CUDA_R_16BF, static_cast<int>(k), xb, CUDA_R_16BF, static_cast<int>(ldxb), &zero, out.data,
-          out_type, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    for (const void* part : {xb, static_cast<const void*>(x_lo)}) {
+      if (part == nullptr) break;
+      const bool accumulate = part != xb;
+      const cublasStatus_t lt = lt_.run(w.data, part, ldxb, out.data, out_type, m, n, k, ld(out), cublas_ws_.ptr,
+                                        cublas_ws_.bytes, stream_, accumulate);
+      if (lt != CUBLAS_STATUS_SUCCESS) {
+        LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
+            cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
+            w.data, CUDA_R_16BF, static_cast<int>(k), part, CUDA_R_16BF, static_cast<int>(ldxb),
+            accumulate ? &one : &zero, out.data, out_type, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT));
+      }
     }
   } else {
     fail(invalidArgument("linear: weight dtype " + std::string(dtypeName(w.dtype)) + " is not F32 or BF16"));

@@ -18,7 +18,7 @@ cublasStatus_t LtGemm::init() { return cublasLtCreate(&lt_); }
 
 cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out, cudaDataType_t out_type, int64_t m,
                            int64_t n, int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes,
-                           cudaStream_t stream) {
+                           cudaStream_t stream, bool accumulate) {
   // Row-major out[m, n] = x W^T is column-major out^T[n, m] = W^T x^T with W stored
   // column-major [k, n] (ld k) used transposed and x^T column-major [k, m] (ld ldx).
   const Shape shape{m, n, k, ldc, ldx, static_cast<int64_t>(out_type), static_cast<int64_t>(workspace_bytes)};
@@ -58,8 +58,8 @@ cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out,
     it = plans_.emplace(shape, p).first;
   }
   const Plan& p = it->second;
-  const float one = 1.0f, zero = 0.0f;
-  return cublasLtMatmul(lt_, p.op, &one, w, p.a, x, p.b, &zero, out, p.c, out, p.c, &p.algo, workspace,
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  return cublasLtMatmul(lt_, p.op, &one, w, p.a, x, p.b, &beta, out, p.c, out, p.c, &p.algo, workspace,
                         p.workspace, stream);
 }
 

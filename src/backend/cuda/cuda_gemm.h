@@ -25,10 +25,11 @@ class LtGemm {
 
   cublasStatus_t init();
   // out[m, n] (float32 or bf16 per out_type, row stride ldc) = x[m, k] (bf16, row stride ldx)
-  // W[n, k]^T (bf16, contiguous), fp32 accumulation. `workspace` must stay valid while the product runs.
+  // W[n, k]^T (bf16, contiguous), fp32 accumulation; with `accumulate`, out += x W^T instead.
+  // `workspace` must stay valid while the product runs.
   cublasStatus_t run(const void* w, const void* x, int64_t ldx, void* out, cudaDataType_t out_type, int64_t m,
                      int64_t n, int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes,
-                     cudaStream_t stream);
+                     cudaStream_t stream, bool accumulate = false);
 
  private:
   struct Plan {

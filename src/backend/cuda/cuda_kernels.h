@@ -33,6 +33,9 @@ cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // Converts a F32 [rows, cols] view (row stride ld) to contiguous BF16 [rows, cols].
 cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream);
+// The same as two contiguous BF16 parts: hi = bf16(x), lo = bf16(x - hi) (x ~ hi + lo to ~16 bits).
+cudaError_t splitToBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo,
+                        cudaStream_t stream);
 
 // KV pool geometry as the kernels see it.
 struct KvLayout {
