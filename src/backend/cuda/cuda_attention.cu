@@ -58,14 +58,6 @@ struct Vec<__nv_bfloat16> {
   }
 };
 
-// out[i] = v in the output's dtype.
-__device__ __forceinline__ void storeOut(const DecodeAttnArgs& a, int64_t i, float v) {
-  if (a.out_dtype == DType::kBF16)
-    static_cast<__nv_bfloat16*>(a.out)[i] = __float2bfloat16_rn(v);
-  else
-    static_cast<float*>(a.out)[i] = v;
-}
-
 __device__ __forceinline__ float toF(float v) { return v; }
 __device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(v); }
 
@@ -83,15 +75,10 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int kvh = blockIdx.y, split = blockIdx.z;
 
-  const int2 item = a.items[blockIdx.x];
-  const AttnSeqDev seq = a.seqs[item.y];
-  const int32_t* table = a.tables + seq.table_offset;
-  const int64_t pos = static_cast<int64_t>(seq.kv_len) - seq.q_len + (item.x - seq.q_start);
-  const int64_t lo = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
-  const int64_t visible = pos - lo + 1;  // >= 1 for a valid row
-  const int64_t chunk = (visible + a.splits - 1) / a.splits;
-  const int64_t begin = lo + split * chunk;
-  const int64_t end = min(pos + 1, begin + chunk);  // [begin, end); empty for trailing splits
+  const DecodeKeys keys = decodeKeys(a, blockIdx.x, split);
+  const int2 item = keys.item;
+  const int32_t* table = keys.table;
+  const int64_t begin = keys.begin, end = keys.end;  // [begin, end); empty for trailing splits
 
   const int tpb = static_cast<int>(g.tokens_per_block);
   const int64_t head_elems = static_cast<int64_t>(tpb) * hd;
@@ -196,7 +183,7 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int d = lane + 32 * i;
-      if (d < hd) storeOut(a, o + d, acc[i] * inv);
+      if (d < hd) storeDecodeOut(a, o + d, acc[i] * inv);
     }
     return;
   }
@@ -250,7 +237,7 @@ __global__ void mergeKernel(DecodeAttnArgs a, int hd) {
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float s = 0.0f;
     for (int z = 0; z < a.splits; ++z) s = fmaf(part[z * (hd + 2) + d], wz[z], s);
-    storeOut(a, o + d, s * inv);
+    storeDecodeOut(a, o + d, s * inv);
   }
 }
 

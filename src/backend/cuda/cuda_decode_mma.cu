@@ -63,13 +63,6 @@ struct Geometry {
   static_assert(kThreads % kChunksPerRow == 0 && kTileKeys % kRowsPerPass == 0, "load mapping");
 };
 
-__device__ __forceinline__ void storeOut(const DecodeAttnArgs& a, int64_t i, float v) {
-  if (a.out_dtype == DType::kBF16)
-    static_cast<__nv_bfloat16*>(a.out)[i] = __float2bfloat16_rn(v);
-  else
-    static_cast<float*>(a.out)[i] = v;
-}
-
 template <int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const __nv_bfloat16* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
@@ -83,15 +76,11 @@ __global__ void __launch_bounds__(kThreads)
   const int gq = lane >> 2, tq = lane & 3;  // groupID (the query head in the group), threadID_in_group
   const int kvh = blockIdx.y, split = blockIdx.z;
 
-  // ---- this CTA's key range (as the CUDA-core kernel: depends only on the row's own length) ----
-  const int2 item = a.items[blockIdx.x];
-  const AttnSeqDev seq = a.seqs[item.y];
-  const int32_t* table = a.tables + seq.table_offset;
-  const int64_t pos = static_cast<int64_t>(seq.kv_len) - seq.q_len + (item.x - seq.q_start);
-  const int64_t lo = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
-  const int64_t chunk = (pos - lo + 1 + a.splits - 1) / a.splits;
-  const int64_t begin = lo + split * chunk;
-  const int64_t end = min(pos + 1, begin + chunk);  // [begin, end); empty for trailing splits
+  // ---- this CTA's key range ----
+  const DecodeKeys keys = decodeKeys(a, blockIdx.x, split);
+  const int2 item = keys.item;
+  const int32_t* table = keys.table;
+  const int64_t begin = keys.begin, end = keys.end;
   const int num_tiles = end > begin ? static_cast<int>((end - begin + kTileKeys - 1) / kTileKeys) : 0;
 
   const int64_t head_elems = g.tokens_per_block * kHeadDim;
@@ -252,7 +241,7 @@ __global__ void __launch_bounds__(kThreads)
     const int head = kvh * group + r;
     if (a.splits == 1) {
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-      storeOut(a, static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * kHeadDim + d, acc * inv);
+      storeDecodeOut(a, static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * kHeadDim + d, acc * inv);
     } else {
       // The merge kernel's units: max of the scaled scores, sum of e^(scaled - max).
       float* part = a.partial + ((static_cast<int64_t>(blockIdx.x) * a.num_heads + head) * a.splits + split) *

@@ -3,6 +3,7 @@
 // pointers are device pointers, leading dimensions are in elements.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -108,6 +109,36 @@ bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool);
 cudaError_t decodeAttentionMma(const void* pool_bf16, const KvLayout& g, const DecodeAttnArgs& a,
                                cudaStream_t stream);
 cudaError_t initDecodeMmaKernels();
+
+#ifdef __CUDACC__
+// What both decode kernels compute first: the keys [begin, end) that split `split` of item
+// `item_index` sees (causal, sliding window; the range depends only on the row's own length, so a
+// recorded launch stays valid as sequences grow; empty for trailing splits) and its block table.
+struct DecodeKeys {
+  int2 item;  // (packed row, sequence index)
+  const int32_t* table;
+  int64_t begin, end;
+};
+__device__ __forceinline__ DecodeKeys decodeKeys(const DecodeAttnArgs& a, int item_index, int split) {
+  DecodeKeys k;
+  k.item = a.items[item_index];
+  const AttnSeqDev seq = a.seqs[k.item.y];
+  k.table = a.tables + seq.table_offset;
+  const int64_t pos = static_cast<int64_t>(seq.kv_len) - seq.q_len + (k.item.x - seq.q_start);
+  const int64_t lo = a.window > 0 ? max(int64_t{0}, pos - a.window + 1) : 0;
+  const int64_t chunk = (pos - lo + 1 + a.splits - 1) / a.splits;  // pos - lo + 1 >= 1 keys visible
+  k.begin = lo + split * chunk;
+  k.end = min(pos + 1, k.begin + chunk);
+  return k;
+}
+// out[i] = v in the output's dtype (F32 or BF16).
+__device__ __forceinline__ void storeDecodeOut(const DecodeAttnArgs& a, int64_t i, float v) {
+  if (a.out_dtype == DType::kBF16)
+    static_cast<__nv_bfloat16*>(a.out)[i] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(a.out)[i] = v;
+}
+#endif
 // Shared-memory opt-ins of the attention kernels; once, before any launch (and before graph capture).
 cudaError_t initAttentionKernels();
 
