@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_common import bf16_weight_reference, hf_bf16_logits, log_softmax, run_generate  # noqa: E402
+from e2e_common import Criterion, bf16_weight_reference, hf_bf16_logits, run_generate  # noqa: E402
 
 LLMRT, GOLDEN = sys.argv[1], sys.argv[2]
 # (name, extra flags, LLMRT_CUDA_DISABLE)
@@ -27,13 +27,6 @@ CONFIGS = [
     ("fp32 KV cache (--kv-cache-dtype float32)", ["--kv-cache-dtype", "float32"], None),
     ("fp32 KV cache, fp32 GEMM inputs", ["--kv-cache-dtype", "float32"], "bf16act"),
 ]
-
-
-def measure(ref, got):
-    top = ref.argmax(axis=-1)
-    idx = np.arange(len(top))
-    dlp = np.abs(log_softmax(got)[idx, top] - log_softmax(ref)[idx, top])
-    return int((got.argmax(axis=-1) == top).sum()), len(top), float(dlp.max())
 
 
 rows = {c[0]: {} for c in CONFIGS}
@@ -60,9 +53,7 @@ for name in sorted(os.listdir(GOLDEN)):
                 continue
             results.append((cname, np.load(lp)))
         for cname, lg in results:
-            agree, n, dmax = measure(ref, lg)
-            a0, n0, d0 = rows[cname].get(name, (0, 0, 0.0))
-            rows[cname][name] = (a0 + agree, n0 + n, max(d0, dmax))
+            rows[cname].setdefault(name, Criterion()).add(ref, lg)
 
 models = sorted({m for r in rows.values() for m in r})
 print("| configuration | all: top-1 | all: max abs d logprob | " + " | ".join(models) + " |")
@@ -70,8 +61,8 @@ print("|---|---|---|" + "---|" * len(models))
 for cname, per in rows.items():
     if not per:
         continue
-    agree = sum(v[0] for v in per.values())
-    n = sum(v[1] for v in per.values())
-    dmax = max(v[2] for v in per.values())
-    cells = [f"{per[m][2]:.4f}" if m in per else "-" for m in models]
+    agree = sum(c.agree for c in per.values())
+    n = sum(c.positions for c in per.values())
+    dmax = max(c.max_dlogprob for c in per.values())
+    cells = [f"{per[m].max_dlogprob:.4f}" if m in per else "-" for m in models]
     print(f"| {cname} | {agree}/{n} ({100 * agree / n:.2f}%) | {dmax:.4f} | " + " | ".join(cells) + " |")

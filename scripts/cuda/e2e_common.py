@@ -68,3 +68,32 @@ def run_generate(llmrt, model, ids, backend, dtype, max_tokens, extra=(), logits
     if p.returncode != 0:
         return None, p.stderr[-2000:]
     return json.loads(p.stdout), None
+
+
+class Criterion:
+    """The issue's bf16 criterion accumulated over prompt positions: the top-1 token equal to the
+    reference's, and |d logprob| of the reference's top token (need >= 99% and <= 0.05)."""
+
+    def __init__(self):
+        self.agree = 0
+        self.positions = 0
+        self.max_dlogprob = 0.0
+
+    def add(self, ref, got):
+        """Adds one case's [positions, vocab] logits; returns its own figures as text."""
+        top = ref.argmax(axis=-1)
+        idx = np.arange(len(top))
+        dlp = np.abs(log_softmax(got)[idx, top] - log_softmax(ref)[idx, top])
+        agree = int((got.argmax(axis=-1) == top).sum())
+        self.agree += agree
+        self.positions += len(top)
+        self.max_dlogprob = max(self.max_dlogprob, float(dlp.max()))
+        return f"top-1 agree {agree}/{len(top)}, max |d logprob| {dlp.max():.4f}"
+
+    def met(self):
+        return self.positions > 0 and self.agree >= 0.99 * self.positions and self.max_dlogprob <= 0.05
+
+    def summary(self):
+        frac = self.agree / self.positions if self.positions else 0.0
+        return (f"top-1 equal to HF at {self.agree}/{self.positions} prompt positions ({100 * frac:.2f}%, need >= 99%), "
+                f"max |d logprob| of HF's top token {self.max_dlogprob:.4f} (need <= 0.05)")

@@ -29,6 +29,7 @@
 
 #include <cmath>
 
+#include "backend/cuda/cuda_flash_attention.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_mma.h"
 #include "backend/cuda/cuda_pdl.h"
@@ -263,8 +264,7 @@ cudaError_t optInOne() {
 
 template <int kHeadDim>
 cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
-  int tpb_shift = 0;
-  while ((int64_t{1} << tpb_shift) < g.tokens_per_block) ++tpb_shift;
+  const int tpb_shift = tokensPerBlockShift(g);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
   return launchPdl(decodeMmaKernel<kHeadDim>, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream,
@@ -274,10 +274,9 @@ cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs&
 }  // namespace
 
 bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool) {
-  const int64_t tpb = g.tokens_per_block;
-  return (g.head_dim == 64 || g.head_dim == 128) && g.num_kv_heads >= 1 && num_heads >= 1 &&
-         num_heads % g.num_kv_heads == 0 && num_heads / g.num_kv_heads <= kRows && tpb >= 1 &&
-         tpb <= (int64_t{1} << 30) && (tpb & (tpb - 1)) == 0 && g.elems_per_block % 8 == 0 &&
+  // The context kernel's geometry (head_dim 64/128, power-of-two blocks, 16-byte rows), and a
+  // GQA group that fits the fragments' rows.
+  return flashAttentionSupported(g, num_heads) && num_heads / g.num_kv_heads <= kRows &&
          reinterpret_cast<uintptr_t>(pool) % 16 == 0;
 }
 

@@ -394,8 +394,7 @@ std::atomic<bool> g_attributes_set{false};
 
 template <int kHeadDim>
 cudaError_t launchFlash(const void* pool, const KvLayout& g, const FlashAttnArgs& a, cudaStream_t stream) {
-  int tpb_shift = 0;
-  while ((int64_t{1} << tpb_shift) < g.tokens_per_block) ++tpb_shift;
+  const int tpb_shift = tokensPerBlockShift(g);
   const bool vec_io = reinterpret_cast<uintptr_t>(a.q) % 8 == 0 && a.ld_q % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(a.out) % (a.out_dtype == DType::kBF16 ? 4 : 8) == 0 &&
                       a.ld_out % 2 == 0;

@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
+#include "backend/cuda/cuda_vec.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -40,22 +41,6 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   s = fmaf(w3.x, b.z, s);
   s = fmaf(w3.y, b.w, s);
   return s;
-}
-
-// The 8 elements of x's 16-byte chunk c (chunk = 8 features), as two float4.
-__device__ __forceinline__ void loadX(const float* x, int64_t c, float4& a, float4& b) {
-  const float4* p = reinterpret_cast<const float4*>(x);
-  a = p[2 * c];
-  b = p[2 * c + 1];
-}
-__device__ __forceinline__ void loadX(const __nv_bfloat16* x, int64_t c, float4& a, float4& b) {
-  const uint4 v = reinterpret_cast<const uint4*>(x)[c];
-  const float2 f0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.x));
-  const float2 f1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.y));
-  const float2 f2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.z));
-  const float2 f3 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.w));
-  a = make_float4(f0.x, f0.y, f1.x, f1.y);
-  b = make_float4(f2.x, f2.y, f3.x, f3.y);
 }
 
 template <int M, int R, int U, typename TX>
@@ -101,7 +86,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         float4 a, b;
-        loadX(x + m * ld_x, c + 32 * u, a, b);
+        load8(x + m * ld_x + 8 * (c + 32 * u), a, b);
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[m][r] += dot8(wv[u][r], a, b);
       }
@@ -114,7 +99,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
 #pragma unroll
     for (int m = 0; m < M; ++m) {
       float4 a0, b0;
-      loadX(x + m * ld_x, c, a0, b0);
+      load8(x + m * ld_x + 8 * c, a0, b0);
 #pragma unroll
       for (int r = 0; r < R; ++r) acc[m][r] += dot8(w0[r], a0, b0);
     }

@@ -45,6 +45,12 @@ struct KvLayout {
   int64_t tokens_per_block;
   int64_t head_dim;
 };
+// log2 of tokens_per_block (a power of two), the shift the paged kernels index blocks with.
+inline int tokensPerBlockShift(const KvLayout& g) {
+  int shift = 0;
+  while ((int64_t{1} << shift) < g.tokens_per_block) ++shift;
+  return shift;
+}
 // One sequence of a step as the kernels see it (uploaded once per step).
 struct AttnSeqDev {
   int32_t q_start;       // first packed row of this sequence

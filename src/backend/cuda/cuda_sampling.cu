@@ -327,28 +327,38 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
   return c;
 }
 
+// Fixed-point mass of the tokens `cut` keeps (one pass; every thread gets it), and the top-p
+// cut's target in it: ceil(top_p * mass), at least 1.
+__device__ u64 keptMass(const Row& row, const Cut& cut, Shared& sh) {
+  u64 mass = 0;
+  forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
+    if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
+  });
+  return blockSum(mass, sh);
+}
+__device__ u64 topPTarget(float top_p, u64 mass) {
+  const double t = ceil(static_cast<double>(top_p) * static_cast<double>(mass));
+  return t < 1.0 ? 1ull : static_cast<u64>(t);
+}
+
 // The candidate path of a truncated draw: when the top-k set has at most kMaxCandidates tokens,
 // or a top-p cut falls within the first kMaxCandidates tokens (usual for LLM logits), the cut and
 // the draw need only those tokens. They are gathered into shared memory once and sorted by id;
 // then the top-p cut (fixed-point masses, order-independent, as selectCut) and the inverse-CDF
 // draw (double sums in id order, exactly the host Sampler's explicit-candidate pick) run there,
 // instead of ~8 more passes over the vocabulary. `kcut`: the top-k cut (off without top-k);
-// `small_k`: top-k is on and keeps at most kMaxCandidates tokens. Returns the token, or -2 when
-// the path does not apply (top-p reaches beyond the candidates): the caller takes the full path.
-__device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool small_k, const RowSampling& p,
-                                      Shared& sh) {
+// `small_k`: top-k is on and keeps at most kMaxCandidates tokens (else top-p is on and
+// `kept_mass` is keptMass of kcut). Returns the token, or -2 when the path does not apply (top-p
+// reaches beyond the candidates): the caller takes the full path.
+__device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool small_k, u64 kept_mass,
+                                      const RowSampling& p, Shared& sh) {
   const int j = threadIdx.x;
   const bool top_p = p.top_p < 1.0f;
   // The candidates: the top-k set itself, or the first kMaxCandidates tokens of the kept set.
   Cut cand = kcut;
-  u64 mass = 0;  // fixed-point mass of the kept set (top-p's reference)
-  if (!small_k) {
-    if (row.vocab > kMaxCandidates) cand = selectCut(row, Cut{}, false, static_cast<u64>(kMaxCandidates), sh);
-    forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
-      if (kcut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
-    });
-    mass = blockSum(mass, sh);
-  }
+  u64 mass = kept_mass;  // fixed-point mass of the kept set (top-p's reference)
+  if (!small_k && row.vocab > kMaxCandidates)
+    cand = selectCut(row, Cut{}, false, static_cast<u64>(kMaxCandidates), sh);
   if (j == 0) sh.cand_count = 0;
   __syncthreads();
   forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
@@ -396,8 +406,7 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
     if (j < kMaxCandidates) sh.cand_fp[j] = fp;
     if (small_k) mass = blockSum(fp, sh);  // (also orders the cand_fp writes)
     else __syncthreads();
-    const double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
-    const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
+    const u64 target = topPTarget(p.top_p, mass);
     // Mass through this token in (logit desc, id asc) order; the cut is the first token reaching target.
     u64 cum = 0;
     if (valid) {
@@ -409,8 +418,6 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
     const u64 cut = blockMin(valid && cum >= target ? order : ~0ull, sh);
     if (cut == ~0ull) return -2;  // the cut lies beyond the candidates (only without a small top-k)
     kept = valid && order <= cut;
-  } else if (!small_k) {
-    return -2;  // (not called so)
   }
   // The draw, as the host's pick(): weights in id order, total and target in double, the first
   // positive weight whose cumulative sum exceeds u * total; the last positive one if rounding
@@ -523,20 +530,17 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     Cut cut;
     const bool top_k = p.top_k > 0 && p.top_k < vocab;
     if (top_k) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
-    const bool small_k = top_k && p.top_k <= kMaxCandidates;
-    const int32_t drawn = small_k || p.top_p < 1.0f ? drawFromCandidates(row, cut, small_k, p, sh) : -2;
+    const bool small_k = top_k && p.top_k <= kMaxCandidates, top_p = p.top_p < 1.0f;
+    // Top-p's reference mass over the kept set: one pass, shared by both paths (a small top-k
+    // set's mass the candidate path sums itself).
+    u64 mass = top_p && !small_k ? keptMass(row, cut, sh) : 0ull;
+    const int32_t drawn = small_k || top_p ? drawFromCandidates(row, cut, small_k, mass, p, sh) : -2;
     if (drawn != -2) {
       token = drawn >= 0 ? drawn : best_i;
     } else {
-      if (p.top_p < 1.0f) {
-        u64 mass = 0;
-        forEachValue(x, vocab, [&](int64_t i, float v) {
-          if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
-        });
-        mass = blockSum(mass, sh);
-        double t = ceil(static_cast<double>(p.top_p) * static_cast<double>(mass));
-        const u64 target = t < 1.0 ? 1ull : static_cast<u64>(t);
-        const Cut pc = selectCut(row, cut, true, target, sh);
+      if (top_p) {
+        if (small_k) mass = keptMass(row, cut, sh);
+        const Cut pc = selectCut(row, cut, true, topPTarget(p.top_p, mass), sh);
         if (pc.on) cut = pc;
       }
       const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
