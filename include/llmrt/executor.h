@@ -44,6 +44,12 @@ struct ExecutorConfig {
   int64_t max_input_len = 0;      // longest prompt; 0 = max_seq_len - 1
   int64_t max_seq_len = 0;        // prompt + generated; 0 = the model's max_position_embeddings
   int num_threads = 0;            // CPU backend threads; 0 = all cores
+  // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding
+  // step N's greedy tokens to step N+1 on the device; step N's results are handled while
+  // N+1 runs. A sequence that step N finishes has computed one token in N+1 for nothing.
+  // Steps with other sampling, logits or logprobs wait for their results as before.
+  // "auto": on where the backend runs behind the host (CUDA); "on"; "off".
+  std::string overlap = "auto";
   // Iteration stats kept for getLatestIterationStats() (oldest dropped); 0 = none.
   int32_t iter_stats_max_iterations = 1000;
 
@@ -136,6 +142,7 @@ struct ExecutorStats {
   uint64_t requests_cancelled = 0;
   double busy_seconds = 0.0;    // wall time of the steps (scheduling, model, bookkeeping)
   double device_seconds = 0.0;  // the GPU's time in those steps (0 on the CPU backend)
+  uint64_t overlapped_steps = 0;  // steps launched before the previous step's tokens were back
   // KV cache
   int32_t kv_total_blocks = 0;
   int32_t kv_free_blocks = 0;

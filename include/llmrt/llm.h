@@ -43,6 +43,7 @@ struct LlmArgs {
   std::string backend = "cpu";       // "cpu" | "cuda" (builds with the CUDA backend)
   std::string dtype = "auto";        // "auto" | "bfloat16" (cuda) | "float32" (cuda: matches the CPU backend)
   int num_threads = 0;               // CPU backend threads; 0 = all cores
+  std::string overlap = "auto";      // overlap scheduling: "auto" (on with CUDA) | "on" | "off" (ExecutorConfig::overlap)
 };
 
 // A prompt: text (tokenized with the model's tokenizer, special tokens added)

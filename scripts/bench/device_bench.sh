@@ -19,6 +19,7 @@
 #   SKIP_HF=1                 gpu_reference.py without HF transformers (copy + GEMM only)
 #   SKIP_LONG=1               skip throughput 256 x 1000/1000
 #   ABLATE [0]                1 = "graphs gemv flash", or a list of LLMRT_CUDA_DISABLE switches to compare
+#                             (and "overlap": the same steps with --overlap off)
 #                             (mmadecode: decode at prompt 2048 and 256 x 1000/1000 on the CUDA-core kernel)
 #                             (waves<N>: decode at prompt 2048 with LLMRT_CUDA_SPLIT_WAVES=N)
 #   PROFILE=1                 per-op GPU times (graphs off)
@@ -190,6 +191,15 @@ else
         [[ ${SKIP_LONG:-0} != 1 ]] && LLMRT_CUDA_DISABLE=$off bench "throughput_256x1000x1000_no$off" \
           "${T_TP_LONG:-300}" throughput --num-requests 256 --input-len 1000 --output-len 1000 \
           --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens"
+        ;;
+      overlap)  # overlap scheduling off: step N+1 is prepared only once step N's tokens are back
+        bench latency_128_128_nooverlap "${T_LAT:-120}" latency --input-len 128 --output-len 128 --warmup 2 \
+          --iters 3 --overlap off
+        bench throughput_512x128x128_nooverlap "${T_TP:-180}" throughput --num-requests 512 --input-len 128 \
+          --output-len 128 --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens" --overlap off
+        [[ ${SKIP_LONG:-0} != 1 ]] && bench throughput_256x1000x1000_nooverlap "${T_TP_LONG:-300}" throughput \
+          --num-requests 256 --input-len 1000 --output-len 1000 --max-batch-size "$tp_batch" \
+          --max-num-tokens "$tp_tokens" --overlap off
         ;;
       waves[0-9]*)  # decode attention key splits aimed at N CTAs per SM instead of the default
         LLMRT_CUDA_SPLIT_WAVES=${off#waves} bench "latency_2048_128_$off" "${T_LAT:-120}" latency --input-len 2048 \

@@ -29,6 +29,11 @@ for dt in float32 bfloat16; do
   LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=$dt $C/executor_tests > "$OUT/executor_$dt.log" 2>&1
   echo "executor_tests cuda $dt rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_$dt.log" | head -20
 done
+# Overlap scheduling is on by default with CUDA ("auto"): the same proofs step by step.
+LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=bfloat16 LLMRT_TEST_OVERLAP=off $C/executor_tests \
+  > "$OUT/executor_bfloat16_nooverlap.log" 2>&1
+echo "executor_tests cuda bfloat16 overlap off rc=$?"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_bfloat16_nooverlap.log" | head -20
 
 echo "== end to end"
 python3 scripts/cuda/device_e2e.py $C/bin/llmrt tests/data/golden $C/models/stories260K-hf "$OUT" > "$OUT/e2e.log" 2>&1
@@ -40,7 +45,8 @@ if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   echo "== compute-sanitizer memcheck"
   for dt in float32 bfloat16; do
     timeout 240 $SAN --tool memcheck --leak-check full --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
-      --prompt "Once upon a time" --max-tokens 24 --backend cuda --dtype $dt > "$OUT/memcheck_$dt.log" 2>&1
+      --prompt "Once upon a time" --max-tokens 24 --backend cuda --dtype $dt --temperature 0 --overlap on \
+      > "$OUT/memcheck_$dt.log" 2>&1
     echo "memcheck generate $dt rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY" "$OUT/memcheck_$dt.log"
   done
   # Steps smaller than a KV block (this once hung, with or without the sanitizer).

@@ -100,6 +100,7 @@ Result<std::unique_ptr<LLM>> LLM::create(const LlmArgs& args) {
   c.max_input_len = args.max_input_len;
   c.max_seq_len = args.max_seq_len;
   c.num_threads = args.num_threads;
+  c.overlap = args.overlap;
   std::unique_ptr<LLM> llm(new LLM());
   LLMRT_ASSIGN_OR_RETURN(llm->impl_->executor, Executor::create(c));
   return llm;

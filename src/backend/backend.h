@@ -44,6 +44,14 @@ struct StepSeq {
   int32_t rope_table = 0;                // which of StepInputs::rope_inv_freq's tables rotates its tokens
 };
 
+// A token of the step that the step before it produced and only the backend holds
+// yet (overlapped steps): token_ids[row] is replaced by entry `src` of the most
+// recent argmaxRowsAsync result.
+struct FedToken {
+  int32_t row = 0;
+  int32_t src = 0;
+};
+
 // What the ops of one forward pass share: token ids, positions, cache slots,
 // the sequences' block tables, the logits rows and the RoPE tables. Handed to
 // Backend::beginStep once per forward (the GPU backend uploads it in one copy);
@@ -54,6 +62,7 @@ struct StepInputs {
   std::span<const int64_t> slots;       // [T] cache slot (block * tokens_per_block + offset); < 0: not written
   std::span<const StepSeq> seqs;        // every row belongs to exactly one sequence
   std::span<const int64_t> logit_rows;  // rows gatherLogitRows picks, in order
+  std::span<const FedToken> fed_tokens;  // rows whose id comes from the previous step's argmax (their token_ids entry is ignored)
   // RoPE: `num tables` tables of rotary_dim / 2 inverse frequencies, back to back
   // (one for the model, or one per sequence where the scaling depends on length).
   std::span<const float> rope_inv_freq;
@@ -207,6 +216,25 @@ class Backend {
     (void)out;
     return unimplemented("argmaxRows: not supported by backend " + name());
   }
+  // Overlapped steps: the argmax of every row (as argmaxRows) is started and the call
+  // returns without waiting. The ids stay with the backend, where the next step's
+  // StepInputs::fed_tokens read them, and their copy to the host is collected with
+  // waitArgmax(ticket). The two most recent results are kept: a step may be launched
+  // before the previous step's ids are collected.
+  virtual Result<uint64_t> argmaxRowsAsync(const TensorView& logits) {
+    (void)logits;
+    return unimplemented("argmaxRowsAsync: not supported by backend " + name());
+  }
+  // Waits for the ids of argmaxRowsAsync's `ticket` (one of the two most recent) and
+  // copies them to `out` (as many as that call had rows).
+  virtual Status waitArgmax(uint64_t ticket, int32_t* out) {
+    (void)ticket;
+    (void)out;
+    return unimplemented("waitArgmax: not supported by backend " + name());
+  }
+  // Whether the ops run behind the host (a device stream) so that preparing the next
+  // step while this one runs hides the host's work (ExecutorConfig::overlap "auto").
+  virtual bool runsAhead() const { return false; }
   // Whether sampleRows should sample a step of `rows` logits rows, `truncating_rows` of
   // them with top-k or top-p (the backend knows when the host would be faster).
   virtual bool samplesStep(int64_t rows, int64_t truncating_rows) const {

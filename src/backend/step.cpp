@@ -83,6 +83,11 @@ Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& g, HostStep& o
   for (int64_t r : out.logit_rows)
     if (r < 0 || r >= static_cast<int64_t>(T))
       return stepError("logits row " + std::to_string(r) + " outside the step's " + std::to_string(T) + " rows");
+  out.fed.assign(in.fed_tokens.begin(), in.fed_tokens.end());
+  for (const FedToken& f : out.fed)
+    if (f.row < 0 || f.row >= static_cast<int64_t>(T) || f.src < 0)
+      return stepError("fed token (row " + std::to_string(f.row) + ", source " + std::to_string(f.src) +
+                       ") outside the step's " + std::to_string(T) + " rows or with a negative source");
   return Status::ok();
 }
 

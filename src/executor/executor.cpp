@@ -26,6 +26,8 @@ Status ExecutorConfig::validate() const {
     return fieldError("ExecutorConfig", "iter_stats_max_iterations", std::to_string(iter_stats_max_iterations),
                       ">= 0");
   if (num_threads < 0) return fieldError("ExecutorConfig", "num_threads", std::to_string(num_threads), ">= 0");
+  if (overlap != "auto" && overlap != "on" && overlap != "off")
+    return fieldError("ExecutorConfig", "overlap", "\"" + overlap + "\"", "one of auto, on, off");
   LLMRT_RETURN_IF_ERROR(scheduler_config.validate());
   return kv_cache_config.validate();
 }
@@ -54,6 +56,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorConfig& config)
   so.max_batch_size = config.max_batch_size;
   so.max_num_tokens = static_cast<int32_t>(config.max_num_tokens);
   im.scheduler = std::make_unique<Scheduler>(so, im.engine->kvCache());
+  im.overlap = config.overlap == "on" || (config.overlap == "auto" && im.engine->backend().runsAhead());
   im.publishStats(nullptr);
   im.loop = std::thread([&im] { im.run(); });
   return ex;

@@ -30,7 +30,11 @@ struct ExecRequest;
 struct ExecSequence {
   ExecRequest* request = nullptr;
   int index = 0;
-  std::vector<TokenId> tokens;  // prompt + generated
+  std::vector<TokenId> tokens;  // prompt + generated (the last `pending` are placeholders)
+  // Overlapped steps: tokens sampled by launched steps whose results are not handled yet (at
+  // most two); their places in `tokens` hold kPendingToken until then.
+  int32_t pending = 0;
+  int32_t in_flight = 0;  // launched steps not yet handled that include this sequence
   SchedRequest sched;
   SequenceSamplingState sampling;
   std::unique_ptr<OutputTracker> tracker;
@@ -58,6 +62,21 @@ struct ExecRequest {
   int32_t cached_tokens = 0;
   int32_t generated = 0;
   int32_t pauses = 0;
+};
+
+// A placeholder in ExecSequence::tokens for a token still being sampled.
+inline constexpr TokenId kPendingToken = -1;
+
+// A launched step whose results are not handled yet.
+struct InFlightStep {
+  struct Entry {
+    ExecSequence* seq = nullptr;
+    bool sample = false;
+    bool fed = false;               // computes a token the step before sampled (KV marked once it is known)
+    bool return_logits = false;     // context logits
+    int32_t placeholder = -1;       // sample: where its token goes in seq->tokens
+  };
+  std::vector<Entry> entries;
 };
 
 struct PendingRequest {
@@ -97,6 +116,8 @@ struct Executor::Impl {
   uint64_t next_arrival = 1;
   uint64_t iteration = 0;
   std::vector<std::pair<std::function<void(const Response&)>, Response>> outbox;  // callbacks to run
+  bool overlap = false;                        // ExecutorConfig::overlap resolved
+  std::deque<detail::InFlightStep> in_flight;  // launched, results not handled (oldest first, at most two)
 
   void run();
   // One pass of the loop: intake, cancels, schedule, step, respond. False when idle.
@@ -110,6 +131,13 @@ struct Executor::Impl {
   void deliver();
   void retireFinished();
   void publishStats(IterationStats* it, int32_t sampled_tokens = 0);
+  // Collects the oldest launched step and handles its results (tokens, finishes, responses);
+  // returns the tokens accepted. A failed collection fails every request.
+  int32_t handleOldestStep();
+  // After a failed step: drops the launched steps and fails every active request.
+  void failEverything(const Status& error);
+  // Whether a sequence's pending tokens certainly end it (length), so it is not scheduled again.
+  bool endsWithPending(const detail::ExecSequence& s) const;
 };
 
 }  // namespace llmrt

@@ -162,6 +162,10 @@ void Executor::Impl::finishSequence(ExecSequence& s, FinishReason reason, const 
   }
   s.finish = reason;
   s.error = error;
+  if (s.pending > 0) {  // tokens launched steps are still sampling: not part of the output
+    s.tokens.resize(s.tokens.size() - static_cast<size_t>(s.pending));
+    s.pending = 0;
+  }
   Status rel = scheduler->release(s.sched);
   if (!rel.isOk()) LLMRT_LOG_ERROR("executor: releasing sequence %llu: %s", static_cast<unsigned long long>(s.sched.id),
                                    rel.toString().c_str());
@@ -177,7 +181,8 @@ void Executor::Impl::failRequest(ExecRequest& r, const Status& error) {
 void Executor::Impl::retireFinished() {
   for (auto it = active.begin(); it != active.end();) {
     ExecRequest& r = *it->second;
-    if (r.num_finished < static_cast<int>(r.seqs.size())) {
+    const bool referenced = std::any_of(r.seqs.begin(), r.seqs.end(), [](const auto& s) { return s->in_flight > 0; });
+    if (r.num_finished < static_cast<int>(r.seqs.size()) || referenced) {  // (a launched step still names it)
       ++it;
       continue;
     }
@@ -222,6 +227,7 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   stats.kv_offloaded_blocks = kv.offloaded_blocks;
   stats.kv_onboarded_blocks = kv.onboarded_blocks;
   stats.device_seconds = device_seconds;
+  stats.generated_tokens += static_cast<uint64_t>(sampled_tokens);
   if (it == nullptr) return;
   it->kv_used_blocks = kv.primary.used;
   it->kv_free_blocks = kv.primary.free;
@@ -230,7 +236,6 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   it->kv_reuse_hit_rate = kv.block_hit_rate;
   ++stats.steps;
   stats.context_tokens += static_cast<uint64_t>(it->num_context_tokens);
-  stats.generated_tokens += static_cast<uint64_t>(sampled_tokens);
   stats.pauses += static_cast<uint64_t>(it->num_paused);
   stats.resumes += static_cast<uint64_t>(it->num_resumed);
   stats.busy_seconds += it->step_time_s;
@@ -238,6 +243,88 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
     iteration_stats.push_back(std::move(*it));
     while (iteration_stats.size() > static_cast<size_t>(config.iter_stats_max_iterations)) iteration_stats.pop_front();
   }
+}
+
+bool Executor::Impl::endsWithPending(const ExecSequence& s) const {
+  if (s.pending == 0) return false;
+  const int64_t len = static_cast<int64_t>(s.tokens.size());
+  return len - s.sched.prompt_len >= s.request->req.sampling_params.max_tokens || len >= engine->maxSeqLen();
+}
+
+void Executor::Impl::failEverything(const Status& error) {
+  engine->runner().abandon();
+  for (detail::InFlightStep& f : in_flight)
+    for (auto& e : f.entries) --e.seq->in_flight;
+  in_flight.clear();
+  for (auto& [id, r] : active) failRequest(*r, error);
+  retireFinished();
+}
+
+int32_t Executor::Impl::handleOldestStep() {
+  detail::InFlightStep f = std::move(in_flight.front());
+  in_flight.pop_front();
+  for (auto& e : f.entries) --e.seq->in_flight;
+  Result<std::vector<StepSequenceResult>> ran = engine->runner().collect();
+  if (!ran.isOk()) {
+    // The model or the KV copies failed: nothing in flight can continue.
+    LLMRT_LOG_ERROR("executor: step failed: %s", ran.status().toString().c_str());
+    failEverything(ran.status());
+    return 0;
+  }
+  std::vector<StepSequenceResult>& results = *ran;
+  KvCacheManager& kv = engine->kvCache();
+  const auto now = Clock::now();
+  int32_t accepted = 0;
+  for (size_t i = 0; i < f.entries.size(); ++i) {
+    const detail::InFlightStep::Entry& e = f.entries[i];
+    ExecSequence& s = *e.seq;
+    ExecRequest& r = *s.request;
+    StepSequenceResult& res = results[i];
+    if (e.return_logits) r.context_logits.insert(r.context_logits.end(), res.logits.begin(), res.logits.end());
+    if (!e.sample || s.finish != FinishReason::kNone) continue;  // (finished meanwhile: cancelled, or ended a step earlier)
+    if (!res.error.isOk()) {
+      finishSequence(s, FinishReason::kError, res.error);
+      continue;
+    }
+    const TokenId tok = res.sample.token;
+    s.tokens[static_cast<size_t>(e.placeholder)] = tok;
+    --s.pending;
+    // The KV cache manager holds the placeholder too when a later step already computes it.
+    if (kv.hasSequence(s.sched.id) && kv.numTokens(s.sched.id) > e.placeholder) {
+      if (Status st = kv.resolveToken(s.sched.id, e.placeholder, tok); !st.isOk()) {
+        finishSequence(s, FinishReason::kError, st);
+        continue;
+      }
+    }
+    s.sampling.accept(tok);
+    ++r.generated;
+    ++accepted;
+    if (!r.first_token) r.first_token = now;
+    const bool streaming = r.req.streaming;
+    if (r.req.return_generation_logits) {
+      auto& dst = streaming ? s.new_generation_logits : s.all_generation_logits;
+      dst.insert(dst.end(), res.last_logits.begin(), res.last_logits.end());
+    }
+    if (r.req.sampling_params.logprobs) {
+      TokenLogprobs lp;
+      lp.chosen = TokenLogprob{tok, res.sample.logprob};
+      auto top = res.sample.topLogprobs();
+      lp.top.assign(top.begin(), top.end());
+      (streaming ? s.new_logprobs : s.all_logprobs).push_back(std::move(lp));
+    }
+    FinishReason fr = checkFinish(tok, s.sampling, r.req.sampling_params, engine->eosIds());
+    const int64_t known = static_cast<int64_t>(s.tokens.size()) - s.pending;  // without later placeholders
+    if (fr == FinishReason::kNone && known >= engine->maxSeqLen()) fr = FinishReason::kLength;
+    OutputTracker::Update u = s.tracker->onToken(tok, fr);
+    s.new_tokens.push_back(tok);
+    s.new_text += u.text_delta;
+    if (u.finish != FinishReason::kNone) {
+      finishSequence(s, u.finish);
+    } else if (streaming) {
+      emitSequence(s, false);
+    }
+  }
+  return accepted;
 }
 
 bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::vector<RequestId>& cancel_ids) {
@@ -252,21 +339,38 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
   }
   cancel_ids.clear();
   retireFinished();
-  if (active.empty()) {
-    publishStats(nullptr);
-    return false;
+  int32_t sampled = 0;
+  const bool any_alive = std::any_of(active.begin(), active.end(), [](const auto& entry) {
+    return entry.second->num_finished < static_cast<int>(entry.second->seqs.size());
+  });
+  if (!any_alive) {
+    const bool handled = !in_flight.empty();  // (only finished, e.g. cancelled, sequences are left in them)
+    while (!in_flight.empty()) sampled += handleOldestStep();
+    retireFinished();
+    publishStats(nullptr, sampled);
+    return handled;
   }
 
+  // Sequences whose pending token ends them for sure (length) are not scheduled again, and their
+  // KV goes back now, as it would once that token is handled: what it holds is computed and
+  // known, and a device reads it only in steps launched before anything that reuses it.
   std::vector<SchedRequest*> reqs;
   for (auto& [id, r] : active)
-    for (auto& s : r->seqs)
-      if (s->finish == FinishReason::kNone) reqs.push_back(&s->sched);
+    for (auto& s : r->seqs) {
+      if (s->finish != FinishReason::kNone) continue;
+      if (!endsWithPending(*s)) {
+        reqs.push_back(&s->sched);
+      } else if (s->sched.holdsKv()) {
+        if (Status rel = scheduler->release(s->sched); !rel.isOk())
+          LLMRT_LOG_ERROR("executor: releasing sequence %llu: %s", static_cast<unsigned long long>(s->sched.id),
+                          rel.toString().c_str());
+      }
+    }
   Result<SchedulePlan> planned = scheduler->schedule(reqs);
   if (!planned.isOk()) {
     LLMRT_LOG_ERROR("executor: scheduling failed: %s", planned.status().toString().c_str());
-    for (auto& [id, r] : active) failRequest(*r, planned.status());
-    retireFinished();
-    publishStats(nullptr);
+    failEverything(planned.status());
+    publishStats(nullptr, sampled);
     return true;
   }
   SchedulePlan& plan = *planned;
@@ -300,18 +404,20 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
   }
 
   if (plan.empty()) {
+    // Nothing to launch: the launched steps' results are what comes next.
+    const bool progressed = !plan.failed.empty() || !in_flight.empty();
+    while (!in_flight.empty()) sampled += handleOldestStep();
     retireFinished();
-    const bool progressed = !plan.failed.empty();
-    publishStats(nullptr);
+    publishStats(nullptr, sampled);
     return progressed;
   }
 
   std::vector<StepSequence> steps(plan.sequences.size());
-  std::vector<ExecSequence*> step_seqs(plan.sequences.size());
+  detail::InFlightStep launched;
+  launched.entries.resize(plan.sequences.size());
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& e = plan.sequences[i];
     ExecSequence* s = seqOf(e.request);
-    step_seqs[i] = s;
     const Request& rq = s->request->req;
     StepSequence& st = steps[i];
     st.id = e.request->id;
@@ -323,6 +429,8 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
     st.return_last_logits = e.sample && rq.return_generation_logits;
     st.params = &rq.sampling_params;
     st.state = &s->sampling;
+    st.fed_last = s->pending > 0;  // its last token is the previous step's, still on the device
+    launched.entries[i] = {s, e.sample, st.fed_last, st.return_logits, -1};
     it.scheduled.push_back({s->request->id, s->index, e.num_tokens, e.is_context});
     if (e.is_context) {
       ++it.num_context_requests;
@@ -334,58 +442,43 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
   }
   it.num_scheduled_requests = static_cast<int32_t>(steps.size());
 
-  Result<std::vector<StepSequenceResult>> ran = engine->runner().step(steps);
-  if (!ran.isOk()) {
-    // The model or the KV copies failed: nothing in flight can continue.
-    LLMRT_LOG_ERROR("executor: step failed: %s", ran.status().toString().c_str());
-    for (auto& [id, r] : active) failRequest(*r, ran.status());
-    retireFinished();
-    publishStats(nullptr);
+  if (Status st = engine->runner().launch(steps, overlap); !st.isOk()) {
+    LLMRT_LOG_ERROR("executor: step failed: %s", st.toString().c_str());
+    failEverything(st);
+    publishStats(nullptr, sampled);
     return true;
   }
+  if (!in_flight.empty()) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.overlapped_steps;
+  }
   scheduler->onStepComplete(plan);
-  std::vector<StepSequenceResult>& results = *ran;
-  const auto now = Clock::now();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const ScheduledSequence& e = plan.sequences[i];
-    ExecSequence& s = *step_seqs[i];
-    ExecRequest& r = *s.request;
-    StepSequenceResult& res = results[i];
-    if (steps[i].return_logits) r.context_logits.insert(r.context_logits.end(), res.logits.begin(), res.logits.end());
-    if (!e.sample || s.finish != FinishReason::kNone) continue;
-    if (!res.error.isOk()) {
-      finishSequence(s, FinishReason::kError, res.error);
-      continue;
-    }
-    const TokenId tok = res.sample.token;
-    s.sampling.accept(tok);
-    s.tokens.push_back(tok);
-    ++r.generated;
-    if (!r.first_token) r.first_token = now;
-    const bool streaming = r.req.streaming;
-    if (r.req.return_generation_logits) {
-      auto& dst = streaming ? s.new_generation_logits : s.all_generation_logits;
-      dst.insert(dst.end(), res.last_logits.begin(), res.last_logits.end());
-    }
-    if (r.req.sampling_params.logprobs) {
-      TokenLogprobs lp;
-      lp.chosen = TokenLogprob{tok, res.sample.logprob};
-      auto top = res.sample.topLogprobs();
-      lp.top.assign(top.begin(), top.end());
-      (streaming ? s.new_logprobs : s.all_logprobs).push_back(std::move(lp));
-    }
-    FinishReason fr = checkFinish(tok, s.sampling, r.req.sampling_params, engine->eosIds());
-    if (fr == FinishReason::kNone && static_cast<int64_t>(s.tokens.size()) >= engine->maxSeqLen())
-      fr = FinishReason::kLength;
-    OutputTracker::Update u = s.tracker->onToken(tok, fr);
-    s.new_tokens.push_back(tok);
-    s.new_text += u.text_delta;
-    if (u.finish != FinishReason::kNone) {
-      finishSequence(s, u.finish);
-    } else if (streaming) {
-      emitSequence(s, false);
+  // Each sampled token gets its place now (a placeholder until its results are handled), so the
+  // next step can be scheduled before they are.
+  for (auto& e : launched.entries) {
+    ++e.seq->in_flight;
+    if (!e.sample) continue;
+    e.placeholder = static_cast<int32_t>(e.seq->tokens.size());
+    e.seq->tokens.push_back(detail::kPendingToken);
+    ++e.seq->pending;
+  }
+  in_flight.push_back(std::move(launched));
+  if (in_flight.size() == 2) {
+    // The step before this one: its tokens are needed to finish this one's bookkeeping.
+    sampled += handleOldestStep();
+    if (!in_flight.empty()) {
+      // Tokens this step computed from the device's copy are known now: their KV is computed.
+      for (const auto& e : in_flight.back().entries) {
+        if (!e.fed || e.seq->finish != FinishReason::kNone) continue;
+        if (Status st = engine->runner().markFedComputed(e.seq->sched.id); !st.isOk()) {
+          LLMRT_LOG_ERROR("executor: %s", st.toString().c_str());
+          failEverything(st);
+          break;
+        }
+      }
     }
   }
+  if (!in_flight.empty() && !engine->runner().launchedAsync()) sampled += handleOldestStep();  // ran to completion
   retireFinished();
   for (auto& [id, r] : active)
     for (auto& s : r->seqs)
@@ -393,8 +486,6 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
           (s->sched.state == SchedState::kWaiting || s->sched.state == SchedState::kPaused))
         ++it.num_queued_requests;
   it.step_time_s = seconds(t0, Clock::now());
-  int32_t sampled = 0;
-  for (const ScheduledSequence& e : plan.sequences) sampled += e.sample ? 1 : 0;
   publishStats(&it, sampled);
   return true;
 }
@@ -422,9 +513,10 @@ void Executor::Impl::run() {
     progressed = stepOnce(intake, cancel_ids);
     deliver();
   }
-  // Shutdown: everything not finished ends as cancelled.
+  // Shutdown: launched steps are handled, then everything not finished ends as cancelled.
   {
     std::lock_guard<std::mutex> step_lock(step_mu);
+    while (!in_flight.empty()) handleOldestStep();
     {
       std::lock_guard<std::mutex> lock(mu);
       for (auto& p : pending) intake.push_back(std::move(p));

@@ -324,6 +324,16 @@ Result<KvAllocStatus> KvCacheManager::appendTokens(SequenceId id, std::span<cons
   return st;
 }
 
+Status KvCacheManager::resolveToken(SequenceId id, int32_t pos, TokenId token) {
+  Sequence* seq = find(id);
+  if (!seq) return unknownSequence("resolveToken", id);
+  if (pos < seq->num_computed || pos >= static_cast<int32_t>(seq->tokens.size()))
+    return fieldError(kWhere, "resolveToken pos", std::to_string(pos),
+                      strprintf("%d..%zu (tokens not yet computed)", seq->num_computed, seq->tokens.size() - 1));
+  seq->tokens[static_cast<size_t>(pos)] = token;
+  return Status::ok();
+}
+
 Status KvCacheManager::markComputed(SequenceId id, int32_t num_tokens) {
   Sequence* seq = find(id);
   if (!seq) return unknownSequence("markComputed", id);

@@ -185,6 +185,11 @@ class KvCacheManager {
   Result<KvAllocStatus> appendTokens(SequenceId id, std::span<const TokenId> tokens);
   Result<KvAllocStatus> appendToken(SequenceId id, TokenId token) { return appendTokens(id, {&token, 1}); }
 
+  // Overlapped steps: sets token `pos` of a sequence, appended as a placeholder before it was
+  // sampled. Errors: unknown id, pos outside the tokens, or a computed token (computed
+  // blocks are keyed by their tokens, so a token must be known before markComputed).
+  Status resolveToken(SequenceId id, int32_t pos, TokenId token);
+
   // Marks the next `num_tokens` allocated tokens as computed (their KV is
   // written). Full computed blocks become reusable now; blocks that left the
   // sliding window are released. Errors: unknown id, more than allocated.

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/backend.h"
+
 namespace llmrt {
 
 enum class LogitsMode : uint8_t {
@@ -25,6 +27,9 @@ struct ForwardSeq {
 struct ForwardBatch {
   std::vector<int32_t> token_ids;  // packed new tokens of all sequences, in sequence order
   std::vector<ForwardSeq> seqs;
+  // Overlapped steps: packed rows whose id the previous step's argmax holds on the backend
+  // (their token_ids entry is a placeholder).
+  std::vector<FedToken> fed;
 
   // Appends a sequence's new tokens.
   void add(const int32_t* ids, int64_t n, int64_t num_cached, std::vector<int32_t> block_table, LogitsMode mode) {

@@ -210,6 +210,7 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
   in.slots = slots_;
   in.seqs = seqs_;
   in.logit_rows = logit_rows_;
+  in.fed_tokens = batch.fed;
   in.rope_inv_freq = inv_freq_;
   in.rotary_dim = rope_.rotary_dim;
   in.rope_attention_scaling = rope_.attention_scaling;

@@ -25,6 +25,33 @@ ModelRunner::ModelRunner(LlamaModel& model, Backend& backend, KvCacheManager& kv
     : model_(model), backend_(backend), kv_(kv), eos_ids_(std::move(eos_ids)) {}
 
 Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSequence> seqs) {
+  if (!pending_.empty()) return failedPrecondition("step: earlier launches are not collected");
+  LLMRT_RETURN_IF_ERROR(launch(seqs, false));
+  return collect();
+}
+
+Result<std::vector<StepSequenceResult>> ModelRunner::collect() {
+  if (pending_.empty()) return failedPrecondition("collect: no launch to collect");
+  Launched l = std::move(pending_.front());
+  pending_.pop_front();
+  if (!l.async) return std::move(l.results);
+  LLMRT_RETURN_IF_ERROR(backend_.waitArgmax(l.ticket, collected_ids_.data()).withContext("argmax"));
+  std::vector<StepSequenceResult> out(l.sample_row.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (l.sample_row[i] < 0) continue;
+    const int32_t token = collected_ids_[static_cast<size_t>(l.sample_row[i])];
+    if (token < 0) {
+      out[i].error = internalError("sampling: the logits hold NaN or +inf");
+      continue;
+    }
+    out[i].sampled = true;
+    out[i].sample.token = token;
+  }
+  return out;
+}
+
+Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async) {
+  if (pending_.size() >= 2) return failedPrecondition("launch: two launches are not collected yet");
   // 1. Block copies the KV manager queued (onboards, offloads, partial reuse).
   if (kv_.hasPendingCopies()) {
     std::vector<BlockCopy> copies = kv_.takePendingCopies();
@@ -49,6 +76,13 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
         computed + s.num_compute > static_cast<int64_t>(s.tokens.size()))
       return invalidArgument("step: sequence " + std::to_string(s.id) + " asks for " + std::to_string(s.num_compute) +
                              " tokens beyond its allocated KV");
+    if (s.fed_last) {
+      auto it = fed_rows_.find(s.id);
+      if (it == fed_rows_.end() || s.num_compute != 1 || computed + 1 != static_cast<int64_t>(s.tokens.size()))
+        return internalError("launch: sequence " + std::to_string(s.id) +
+                             " waits for a token the previous launch does not sample on the backend");
+      batch.fed.push_back(FedToken{static_cast<int32_t>(batch.numTokens()), it->second});
+    }
     std::span<const BlockId> table = kv_.blockTable(s.id);
     LogitsMode mode = s.return_logits ? LogitsMode::kAll : (s.sample || s.return_last_logits ? LogitsMode::kLast
                                                                                               : LogitsMode::kNone);
@@ -58,13 +92,43 @@ Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSe
     rows += mode == LogitsMode::kAll ? s.num_compute : (mode == LogitsMode::kLast ? 1 : 0);
   }
 
-  // 3. Forward, then the KV of every computed token is final.
+  // 3. Forward, then the KV of every computed token is final (a fed token's once it is known).
   LLMRT_ASSIGN_OR_RETURN(TensorView logits, model_.forward(batch));
-  for (const StepSequence& s : seqs) LLMRT_RETURN_IF_ERROR(kv_.markComputed(s.id, s.num_compute));
+  for (const StepSequence& s : seqs)
+    if (!s.fed_last) LLMRT_RETURN_IF_ERROR(kv_.markComputed(s.id, s.num_compute));
   ++steps_;
   computed_tokens_ += static_cast<uint64_t>(batch.numTokens());
+  fed_rows_.clear();
 
-  // 4. Sampling and requested logits. When every sampled sequence decodes greedily
+  // 4. An async launch: the argmax stays on the backend for the next step and comes back later.
+  Launched l;
+  if (allow_async && logits.shape[0] > 0) {
+    bool all_greedy = true;
+    for (const StepSequence& s : seqs)
+      all_greedy = all_greedy && !s.return_logits && !s.return_last_logits && (!s.sample || plainGreedy(s));
+    if (all_greedy) {
+      LLMRT_ASSIGN_OR_RETURN(l.ticket, backend_.argmaxRowsAsync(logits));
+      l.async = true;
+      l.sample_row.assign(seqs.size(), -1);
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        if (!seqs[i].sample) continue;
+        l.sample_row[i] = first_row[i];
+        fed_rows_[seqs[i].id] = static_cast<int32_t>(first_row[i]);
+      }
+      collected_ids_.resize(std::max(collected_ids_.size(), static_cast<size_t>(logits.shape[0])));
+      pending_.push_back(std::move(l));
+      return Status::ok();
+    }
+  }
+  LLMRT_ASSIGN_OR_RETURN(l.results, finishSync(seqs, batch, logits, first_row));
+  pending_.push_back(std::move(l));
+  return Status::ok();
+}
+
+Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const StepSequence> seqs,
+                                                                const ForwardBatch& batch, const TensorView& logits,
+                                                                std::span<const int64_t> first_row) {
+  // Sampling and requested logits. When every sampled sequence decodes greedily
   // with nothing that changes its logits and no logits go back to the caller, the
   // backend's argmax runs where the logits are and only token ids cross to the host.
   const int64_t vocab = logits.shape[1];

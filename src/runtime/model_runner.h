@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -28,6 +30,11 @@ struct StepSequence {
   bool return_last_logits = false;  // copy the logits of the sampled position (generation logits)
   const SamplingParams* params = nullptr;      // required when sample
   const SequenceSamplingState* state = nullptr;  // required when sample
+  // Overlapped steps: the last of `tokens` is a placeholder for the token the previous launch
+  // samples, which only the backend has yet (it is fed from there). Such a sequence computes
+  // that one token, and its KV is not marked computed by launch: the caller does it with
+  // markFedComputed once the token is known (full blocks are keyed by their tokens).
+  bool fed_last = false;
 };
 
 struct StepSequenceResult {
@@ -42,8 +49,29 @@ class ModelRunner {
  public:
   ModelRunner(LlamaModel& model, Backend& backend, KvCacheManager& kv, std::vector<TokenId> eos_ids);
 
-  // Runs one step. Fails as a whole only when the model or the KV copies fail.
+  // Runs one step to completion: launch(seqs, false) then collect(). Fails as a whole only
+  // when the model or the KV copies fail.
   Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs);
+
+  // Launches one step. With `allow_async`, a step whose sampled rows are all plain greedy and
+  // that returns no logits leaves its argmax on the backend and returns before the tokens are
+  // back (launchedAsync()): the next step may be launched at once, feeding those tokens to its
+  // fed_last sequences on the backend. Any other step runs to completion here. Each launch's
+  // results come from one collect() call, in launch order; at most two launches are uncollected.
+  Status launch(std::span<const StepSequence> seqs, bool allow_async);
+  bool launchedAsync() const { return !pending_.empty() && pending_.back().async; }
+  size_t numUncollected() const { return pending_.size(); }
+  // The results of the oldest uncollected launch (waits for them). A row whose argmax failed
+  // (NaN or +inf logits) in an async step reports an error: its logits are gone.
+  Result<std::vector<StepSequenceResult>> collect();
+  // Marks the token a fed_last sequence computed (see StepSequence::fed_last) once the caller
+  // has put its real id in the KV cache manager (KvCacheManager::resolveToken).
+  Status markFedComputed(SequenceId id) { return kv_.markComputed(id, 1); }
+  // Drops every uncollected launch (after a failure); waits for nothing.
+  void abandon() {
+    pending_.clear();
+    fed_rows_.clear();
+  }
 
   // Counters since construction.
   uint64_t numSteps() const { return steps_; }
@@ -54,6 +82,16 @@ class ModelRunner {
   // argmax of the raw logits is the token.
   static bool plainGreedy(const StepSequence& s);
 
+  struct Launched {
+    bool async = false;
+    uint64_t ticket = 0;                       // async: the backend's argmax
+    std::vector<int64_t> sample_row;           // async: per sequence, its argmax row (-1: not sampled)
+    std::vector<StepSequenceResult> results;   // sync: the finished results
+  };
+  // The synchronous tail of launch: sampling and logits for a step whose forward has run.
+  Result<std::vector<StepSequenceResult>> finishSync(std::span<const StepSequence> seqs, const ForwardBatch& batch,
+                                                     const TensorView& logits, std::span<const int64_t> first_row);
+
   LlamaModel& model_;
   Backend& backend_;
   KvCacheManager& kv_;
@@ -62,6 +100,10 @@ class ModelRunner {
   std::vector<float> host_logits_;  // this step's logits, copied from the backend
   std::vector<int32_t> argmax_;     // this step's greedy tokens, from Backend::argmaxRows
   DeviceSamplingBatch device_sampling_;  // this step's rows for Backend::sampleRows
+  std::deque<Launched> pending_;  // uncollected launches, oldest first
+  // The last launch, when async: each sampled sequence's argmax row (what fed_last reads).
+  std::unordered_map<SequenceId, int32_t> fed_rows_;
+  std::vector<int32_t> collected_ids_;
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;
 };

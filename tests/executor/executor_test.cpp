@@ -1,6 +1,7 @@
 // The Executor API on the real tiny model: enqueue / await, streaming (pull
 // and callback), invalid requests, cancellation in every state, shutdown, stats.
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -277,6 +278,115 @@ TEST(Executor, CancelPausedRequestUnderMaxUtilization) {
   }
   EXPECT_EQ(ex->stats().kv_used_blocks, 0);
   EXPECT_TRUE(ex->checkKvInvariants().isOk());
+}
+
+// Overlap scheduling launches step N+1 before step N's tokens are back. Whatever mix of
+// requests comes (greedy steps overlap; sampled, logprobs and min_tokens steps wait; stops by
+// id, string, max_tokens and max_seq_len; streaming; n > 1), every output equals the
+// step-by-step run's, generated blocks are keyed by their real tokens (a later request reuses
+// them), and nothing is left in the KV cache.
+TEST(Executor, OverlapGivesTheStepByStepOutputs) {
+  LLMRT_REQUIRE_STORIES();
+  struct Out {
+    std::vector<TokenId> tokens;
+    std::string text;
+    FinishReason finish = FinishReason::kNone;
+    int32_t cached = 0;
+  };
+  auto run = [](const std::string& overlap, uint64_t* overlapped) {
+    ExecutorConfig c = baseConfig();
+    c.overlap = overlap;
+    c.max_seq_len = 96;
+    c.kv_cache_config.enable_block_reuse = true;
+    auto ex = makeExecutor(c);
+    std::vector<Out> outs;
+    auto runAll = [&](std::vector<Request> rs) {
+      auto ids = ex->enqueueRequests(std::move(rs));
+      EXPECT_TRUE(ids.isOk());
+      for (RequestId id : *ids) {
+        std::map<int, Out> by_seq;
+        for (const Response& r : collect(*ex, id)) {
+          Out& o = by_seq[r.sequence_index];
+          EXPECT_TRUE(r.status.isOk()) << r.status.toString();
+          o.tokens.insert(o.tokens.end(), r.new_tokens.begin(), r.new_tokens.end());
+          o.text += r.text;
+          if (r.finish_reason != FinishReason::kNone) o.finish = r.finish_reason;
+        }
+        for (auto& [i, o] : by_seq) outs.push_back(o);
+      }
+    };
+    // Greedy requests only: every step after the first can overlap.
+    std::vector<Request> rs;
+    for (int i = 0; i < 6; ++i) rs.push_back(req(prompt(10 + 3 * i, i), 8 + 7 * i, i % 2 == 1));
+    Request by_id = req(prompt(9, 20), 60);
+    by_id.sampling_params.ignore_eos = false;
+    by_id.sampling_params.stop_token_ids = {432, 378};
+    rs.push_back(by_id);
+    Request by_text = req({1, 403, 407, 261, 378}, 60);
+    by_text.sampling_params.stop = {"was"};
+    rs.push_back(by_text);
+    rs.push_back(req(prompt(7, 23), 1));    // ends with its first token
+    rs.push_back(req(prompt(80, 24), 16));  // ends at max_seq_len (96) too
+    Request greedy_n = req(prompt(12, 25), 10);
+    greedy_n.sampling_params.n = 2;
+    rs.push_back(greedy_n);
+    runAll(std::move(rs));
+    // Mixed with steps that wait for their results.
+    rs.clear();
+    Request min_tokens = by_id;
+    min_tokens.sampling_params.min_tokens = 4;  // stop ids masked for 4 tokens
+    rs.push_back(min_tokens);
+    Request sampled = req(prompt(14, 21), 25);
+    sampled.sampling_params.temperature = 0.8f;
+    sampled.sampling_params.seed = 7;
+    sampled.sampling_params.n = 2;
+    rs.push_back(sampled);
+    Request with_logprobs = req(prompt(11, 22), 12);
+    with_logprobs.sampling_params.logprobs = 2;
+    rs.push_back(with_logprobs);
+    rs.push_back(req(prompt(15, 26), 40, true));  // greedy: overlaps once the others are done
+    runAll(std::move(rs));
+    // A second wave whose prompt is the first request's prompt and output: the generated
+    // tokens' full blocks are found in the cache (their keys hold the real tokens).
+    std::vector<TokenId> longer = prompt(10, 0);
+    longer.insert(longer.end(), outs[0].tokens.begin(), outs[0].tokens.end());
+    auto id2 = ex->enqueueRequest(req(longer, 3));
+    EXPECT_TRUE(id2.isOk());
+    auto last = collect(*ex, *id2);
+    EXPECT_FALSE(last.empty());
+    Out o;
+    for (const Response& r : last) {
+      o.tokens.insert(o.tokens.end(), r.new_tokens.begin(), r.new_tokens.end());
+      if (r.is_final) o.cached = r.num_cached_tokens;
+    }
+    outs.push_back(o);
+    EXPECT_TRUE(ex->waitIdle(milliseconds(10000)));
+    ExecutorStats st = ex->stats();
+    EXPECT_EQ(st.kv_used_blocks, 0);
+    EXPECT_TRUE(ex->checkKvInvariants().isOk());
+    *overlapped = st.overlapped_steps;
+    return outs;
+  };
+  uint64_t overlapped_off = 0, overlapped_on = 0;
+  const std::vector<Out> off = run("off", &overlapped_off);
+  const std::vector<Out> on = run("on", &overlapped_on);
+  EXPECT_EQ(overlapped_off, 0u);
+  EXPECT_GT(overlapped_on, 40u);  // (58 when written)
+  ASSERT_EQ(off.size(), on.size());
+  for (size_t i = 0; i < off.size(); ++i) {
+    EXPECT_EQ(on[i].tokens, off[i].tokens) << "output " << i;
+    EXPECT_EQ(on[i].text, off[i].text) << "output " << i;
+    EXPECT_EQ(on[i].finish, off[i].finish) << "output " << i;
+  }
+  EXPECT_EQ(off[2].finish, FinishReason::kLength);
+  EXPECT_EQ(off[2].tokens.size(), 22u);
+  EXPECT_EQ(off[6].finish, FinishReason::kStop);
+  EXPECT_EQ(off[7].finish, FinishReason::kStop);
+  EXPECT_EQ(off[8].tokens.size(), 1u);
+  EXPECT_EQ(off[9].tokens.size(), 16u);  // 80 prompt tokens + 16 = max_seq_len
+  // The prompt of the second wave is 10 + 8 tokens: its first (18 - 1) / 16 blocks come from the cache.
+  EXPECT_EQ(off.back().cached, 16);
+  EXPECT_EQ(on.back().cached, 16);
 }
 
 TEST(Executor, ShutdownCancelsWhatIsInFlight) {

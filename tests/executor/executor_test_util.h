@@ -33,14 +33,18 @@ inline std::string envOr(const char* name, const char* fallback) {
 }
 inline std::string testBackend() { return envOr("LLMRT_TEST_BACKEND", "cpu"); }
 inline std::string testDtype() { return envOr("LLMRT_TEST_DTYPE", "auto"); }
+// LLMRT_TEST_OVERLAP=on|off|auto: the overlap scheduling the tests run with (CTest runs them with "on" too).
+inline std::string testOverlap() { return envOr("LLMRT_TEST_OVERLAP", "auto"); }
 
 inline ExecutorConfig baseConfig(int64_t kv_tokens = 4096) {
   ExecutorConfig c;
   c.model = storiesDir();
   c.backend = testBackend();
   c.dtype = testDtype();
+  c.overlap = testOverlap();
   static const bool said = [&] {  // once per run, so a log shows where the proofs ran
-    std::fprintf(stderr, "executor tests on backend %s, dtype %s\n", c.backend.c_str(), c.dtype.c_str());
+    std::fprintf(stderr, "executor tests on backend %s, dtype %s, overlap %s\n", c.backend.c_str(), c.dtype.c_str(),
+                 c.overlap.c_str());
     return true;
   }();
   (void)said;
@@ -62,6 +66,7 @@ inline LlmArgs toArgs(const ExecutorConfig& c) {
   a.num_threads = c.num_threads;
   a.backend = c.backend;
   a.dtype = c.dtype;
+  a.overlap = c.overlap;
   return a;
 }
 

@@ -25,6 +25,7 @@ struct GenerateFlags {
   int64_t max_seq_len = 0, max_num_tokens = 8192, kv_max_tokens = 0;
   int tokens_per_block = 32;
   std::string kv_dtype = "auto";
+  std::string overlap = "auto";
   // Batch mode and runtime knobs.
   std::string input_file, output_file, scheduler_policy = "guaranteed_no_evict",
                                        chunking_policy = "first_come_first_served";
@@ -74,6 +75,9 @@ Command addGenerateCommand(CLI::App& app) {
   cmd->add_option("--max-num-tokens", f->max_num_tokens, "Tokens computed per step");
   cmd->add_option("--kv-cache-max-tokens", f->kv_max_tokens, "KV cache size in tokens");
   cmd->add_option("--tokens-per-block", f->tokens_per_block, "KV cache block size (power of two)");
+  cmd->add_option("--overlap", f->overlap,
+                  "auto | on | off: launch step N+1 before step N's tokens are back (default auto: on with CUDA)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--kv-cache-dtype", f->kv_dtype, "KV cache element type: auto | float32 | bfloat16")
       ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
   cmd->add_option("--output-logits-npy", f->logits_npy, "Write the prompt's logits [tokens, vocab] as .npy");
@@ -112,6 +116,7 @@ Command addGenerateCommand(CLI::App& app) {
     args.num_threads = f->threads;
     args.kv_cache_config.tokens_per_block = f->tokens_per_block;
     args.kv_cache_config.dtype = f->kv_dtype;
+    args.overlap = f->overlap;
     if (f->kv_max_tokens > 0) args.kv_cache_config.max_tokens = f->kv_max_tokens;
     args.kv_cache_config.free_gpu_memory_fraction = f->kv_fraction;
     args.kv_cache_config.host_cache_size = f->kv_host_bytes;

@@ -30,6 +30,9 @@ void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--kv-cache-max-tokens", f.kv_max_tokens, "Upper bound on the KV cache size in tokens");
   cmd->add_option("--kv-cache-dtype", f.kv_dtype, "auto | float32 | bfloat16 (default auto: the compute dtype)")
       ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
+  cmd->add_option("--overlap", f.overlap,
+                  "auto | on | off: launch step N+1 before step N's tokens are back (default auto: on with CUDA)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_option("--tokens-per-block", f.tokens_per_block,
                   "KV cache block size, a power of two (default 32)");
   cmd->add_flag("--enable-block-reuse", f.enable_block_reuse, "Reuse cached prefixes (default off)");
@@ -89,6 +92,7 @@ LlmArgs makeLlmArgs(const EngineFlags& f) {
   a.num_threads = f.threads;
   a.kv_cache_config.tokens_per_block = f.tokens_per_block;
   a.kv_cache_config.dtype = f.kv_dtype;
+  a.overlap = f.overlap;
   a.kv_cache_config.max_tokens = f.kv_max_tokens;
   a.kv_cache_config.free_gpu_memory_fraction = f.kv_fraction;
   a.kv_cache_config.enable_block_reuse = f.enable_block_reuse;

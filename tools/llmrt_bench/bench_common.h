@@ -39,6 +39,7 @@ struct EngineFlags {
   std::optional<int64_t> kv_max_tokens;  // --kv-cache-max-tokens
   int tokens_per_block = 32;
   std::string kv_dtype = "auto";  // --kv-cache-dtype
+  std::string overlap = "auto";   // --overlap
   bool enable_block_reuse = false;  // off: benchmarks measure computation, not reuse
   int threads = 0;                  // CPU backend threads
   uint32_t seed = 0;                // prompt generator seed

@@ -48,6 +48,10 @@ class CpuBackend final : public Backend {
   void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
                  TensorView out) override;
 
+  // Overlapped steps: the ids are computed at once and kept for the next step's fed tokens.
+  Result<uint64_t> argmaxRowsAsync(const TensorView& logits) override;
+  Status waitArgmax(uint64_t ticket, int32_t* out) override;
+
   // Test access: the float32 primary pool.
   const float* kvPoolData() const { return primary_.data(); }
 
@@ -72,6 +76,8 @@ class CpuBackend final : public Backend {
   float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
 
   HostStep step_;  // the step begun last
+  std::vector<int32_t> argmax_[2];  // argmaxRowsAsync results, by ticket parity
+  uint64_t argmax_tickets_ = 0;     // results so far (the latest ticket is this - 1)
   ThreadPool pool_;
   std::vector<std::vector<float>> weights_;  // owned converted weights
   uint64_t weight_bytes_ = 0;

@@ -1,9 +1,11 @@
 // CpuBackend element-wise ops and matrix products (float32).
 #include <cblas.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -18,7 +20,51 @@ int64_t cols(const TensorView& t) { return t.shape[t.shape.rank() - 1]; }
 
 }  // namespace
 
-Status CpuBackend::beginStep(const StepInputs& inputs) { return copyStepInputs(inputs, geometry_, step_); }
+Status CpuBackend::beginStep(const StepInputs& inputs) {
+  LLMRT_RETURN_IF_ERROR(copyStepInputs(inputs, geometry_, step_));
+  if (step_.fed.empty()) return Status::ok();
+  if (argmax_tickets_ == 0) return failedPrecondition("beginStep: fed tokens but no argmaxRowsAsync result");
+  const std::vector<int32_t>& src = argmax_[(argmax_tickets_ - 1) % 2];
+  for (const FedToken& f : step_.fed) {
+    if (f.src >= static_cast<int32_t>(src.size()))
+      return invalidArgument("beginStep: fed token source " + std::to_string(f.src) + " outside the previous " +
+                             std::to_string(src.size()) + " argmax ids");
+    // A row whose logits held NaN or +inf has no id (-1); its step is wasted anyway.
+    step_.token_ids[static_cast<size_t>(f.row)] = std::max(0, src[static_cast<size_t>(f.src)]);
+  }
+  return Status::ok();
+}
+
+Result<uint64_t> CpuBackend::argmaxRowsAsync(const TensorView& logits) {
+  if (logits.dtype != DType::kF32) return invalidArgument("argmaxRowsAsync: logits must be F32");
+  const int64_t n = rows(logits), vocab = cols(logits);
+  std::vector<int32_t>& out = argmax_[argmax_tickets_ % 2];
+  out.assign(static_cast<size_t>(n), -1);
+  pool_.parallelFor(n, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* x = logits.as<const float>() + r * rowStride(logits);
+      int32_t best = 0;
+      bool bad = false;
+      for (int64_t i = 0; i < vocab; ++i) {
+        if (std::isnan(x[i]) || x[i] == std::numeric_limits<float>::infinity()) {
+          bad = true;
+          break;
+        }
+        if (x[i] > x[best]) best = static_cast<int32_t>(i);  // ties: the lowest id
+      }
+      out[static_cast<size_t>(r)] = bad || vocab == 0 ? -1 : best;
+    }
+  });
+  return argmax_tickets_++;
+}
+
+Status CpuBackend::waitArgmax(uint64_t ticket, int32_t* out) {
+  if (ticket >= argmax_tickets_ || ticket + 2 < argmax_tickets_)
+    return invalidArgument("waitArgmax: ticket " + std::to_string(ticket) + " is not one of the two most recent");
+  const std::vector<int32_t>& src = argmax_[ticket % 2];
+  std::copy(src.begin(), src.end(), out);
+  return Status::ok();
+}
 
 void CpuBackend::embedding(const TensorView& table, TensorView out) {
   const std::vector<int32_t>& ids = step_.token_ids;

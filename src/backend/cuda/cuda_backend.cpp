@@ -84,6 +84,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   if (cublasStatus_t s = b->lt_.init(); s != CUBLAS_STATUS_SUCCESS) return cublasStatus(s, "cublasLtCreate", __FILE__, __LINE__);
   LLMRT_CUDA_RETURN_IF_ERROR(cuda::initAttentionKernels());
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->meta_copied_, cudaEventDisableTiming));
+  for (cudaEvent_t& e : b->argmax_ready_) LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   if (const char* prof = std::getenv("LLMRT_CUDA_PROFILE"); prof && std::string(prof) == "1") {
     b->profiler_ = std::make_unique<OpProfiler>();
     b->use_graphs_ = false;
@@ -139,14 +140,17 @@ CudaBackend::~CudaBackend() {
   dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) release(b);
-  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_, &sample_in_, &sample_out_}) release(*b);
+  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_})
+    release(*b);
   if (stream_) (void)cudaStreamSynchronize(stream_);
   if (pool_) (void)cudaMemPoolDestroy(pool_);
   for (cudaEvent_t e : {copies_ready_, copies_done_})
     if (e) (void)cudaEventDestroy(e);
   if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
-  for (Buffer* b : {&pinned_meta_, &argmax_host_, &sample_in_host_, &sample_out_host_}) (void)cudaFreeHost(b->ptr);
-  if (meta_copied_) (void)cudaEventDestroy(meta_copied_);
+  for (Buffer* b : {&pinned_meta_, &argmax_host_[0], &argmax_host_[1], &sample_in_host_, &sample_out_host_})
+    (void)cudaFreeHost(b->ptr);
+  for (cudaEvent_t e : {meta_copied_, argmax_ready_[0], argmax_ready_[1]})
+    if (e) (void)cudaEventDestroy(e);
   for (cudaEvent_t e : step_events_) (void)cudaEventDestroy(e);
   for (int i = 0; i < 2; ++i) {
     (void)cudaFreeHost(staging_[i].ptr);
@@ -212,7 +216,7 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (max_tokens < 1 || max_width < 1) return invalidArgument("reserveWorkspace: sizes must be positive");
   if (options_.weight_dtype == DType::kBF16)  // (hi and lo parts with float32 activations)
     reserve(bf16_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
-  reserve(argmax_, static_cast<size_t>(max_tokens) * sizeof(int32_t));
+  for (Buffer& b : argmax_) reserve(b, static_cast<size_t>(max_tokens) * sizeof(int32_t), false);
   return error_;  // set by a failed reserve
 }
 
@@ -287,34 +291,71 @@ Status CudaBackend::closeStepTiming() {
   return Status::ok();
 }
 
-Status CudaBackend::syncStepResults() {
-  LLMRT_RETURN_IF_ERROR(closeStepTiming());
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-  for (size_t i = 0; i + 1 < step_events_used_; i += 2) {
+Status CudaBackend::harvestStepTiming(bool all) {
+  size_t done = 0;  // events of the intervals read
+  for (; done + 1 < step_events_used_; done += 2) {
+    if (step_timing_open_ && done + 2 == step_events_used_) break;  // its end is not recorded yet
+    if (!all) {
+      const cudaError_t q = cudaEventQuery(step_events_[done + 1]);
+      if (q == cudaErrorNotReady) break;
+      LLMRT_CUDA_RETURN_IF_ERROR(q);
+    }
     float ms = 0.0f;
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, step_events_[i], step_events_[i + 1]));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, step_events_[done], step_events_[done + 1]));
     device_step_seconds_ += ms * 1e-3;
   }
-  step_events_used_ = 0;
+  // The read pairs' events go behind the unread ones, for reuse.
+  std::rotate(step_events_.begin(), step_events_.begin() + static_cast<std::ptrdiff_t>(done),
+              step_events_.begin() + static_cast<std::ptrdiff_t>(step_events_used_));
+  step_events_used_ -= done;
   return Status::ok();
 }
 
+Status CudaBackend::syncStepResults() {
+  LLMRT_RETURN_IF_ERROR(closeStepTiming());
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return harvestStepTiming(true);
+}
+
 Status CudaBackend::argmaxRows(const TensorView& logits, int32_t* out) {
+  LLMRT_ASSIGN_OR_RETURN(uint64_t ticket, argmaxRowsAsync(logits));
+  return waitArgmax(ticket, out);
+}
+
+Result<uint64_t> CudaBackend::argmaxRowsAsync(const TensorView& logits) {
   if (failed()) return error_;
+  if (capturing_) return internalError("argmaxRowsAsync while a step is being recorded");
   const int64_t rows = viewRows(logits), vocab = viewCols(logits);
-  if (rows == 0) return Status::ok();
-  if (!reserve(argmax_, static_cast<size_t>(rows) * sizeof(int32_t))) return error_;
-  LLMRT_RETURN_IF_ERROR(reservePinned(argmax_host_, static_cast<size_t>(rows) * sizeof(int32_t)));
-  {
+  const int slot = static_cast<int>(argmax_tickets_ % 2);
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t);
+  if (!reserve(argmax_[slot], bytes, false)) return error_;
+  LLMRT_RETURN_IF_ERROR(reservePinned(argmax_host_[slot], bytes));
+  if (rows > 0) {
     OpScope scope(this, [&] { return std::string("argmax"); });
     LLMRT_CUDA_RETURN_IF_ERROR(cuda::argmaxRows(static_cast<const float*>(logits.data), viewRowStride(logits), rows,
-                                                vocab, static_cast<int32_t*>(argmax_.ptr), stream_));
+                                                vocab, static_cast<int32_t*>(argmax_[slot].ptr), stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_[slot].ptr, argmax_[slot].ptr,
+                                               static_cast<size_t>(rows) * 4, cudaMemcpyDeviceToHost, stream_));
   }
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_.ptr, argmax_.ptr, static_cast<size_t>(rows) * 4,
-                                             cudaMemcpyDeviceToHost, stream_));
-  LLMRT_RETURN_IF_ERROR(syncStepResults());
-  collectProfile();
-  std::memcpy(out, argmax_host_.ptr, static_cast<size_t>(rows) * 4);
+  LLMRT_RETURN_IF_ERROR(closeStepTiming());
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(argmax_ready_[slot], stream_));
+  argmax_rows_[slot] = rows;
+  return argmax_tickets_++;
+}
+
+Status CudaBackend::waitArgmax(uint64_t ticket, int32_t* out) {
+  if (failed()) return error_;
+  if (ticket >= argmax_tickets_ || ticket + 2 < argmax_tickets_)
+    return invalidArgument("waitArgmax: ticket " + std::to_string(ticket) + " is not one of the two most recent");
+  const int slot = static_cast<int>(ticket % 2);
+  if (profiler_) {
+    LLMRT_RETURN_IF_ERROR(syncStepResults());  // the profiler reads every op's events
+    collectProfile();
+  } else {
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(argmax_ready_[slot]));  // faults of the step surface here
+    LLMRT_RETURN_IF_ERROR(harvestStepTiming(false));
+  }
+  std::memcpy(out, argmax_host_[slot].ptr, static_cast<size_t>(argmax_rows_[slot]) * 4);
   return Status::ok();
 }
 

@@ -112,6 +112,9 @@ class CudaBackend final : public Backend {
 
   bool hasArgmax() const override { return true; }
   Status argmaxRows(const TensorView& logits, int32_t* out) override;
+  Result<uint64_t> argmaxRowsAsync(const TensorView& logits) override;
+  Status waitArgmax(uint64_t ticket, int32_t* out) override;
+  bool runsAhead() const override { return true; }
   // Top-k / top-p rows cost the sampling kernel ~1.4 ms per step whatever the row count (one SM
   // per row, radix passes); the host needs ~0.2 ms per such row (docs/perf.md). So a step of at
   // most kHostSamplingMaxTruncatingRows rows that has one is left to the host.
@@ -200,8 +203,13 @@ class CudaBackend final : public Backend {
   Buffer bf16_x_;    // bf16 copy of a linear's input (cuBLAS path)
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   Buffer partial_;    // split-key attention partial states
-  Buffer argmax_;     // argmax ids on the device
-  Buffer argmax_host_;  // pinned: the ids on their way to the caller
+  // argmaxRowsAsync results by ticket parity: ids on the device (what the next step's fed tokens
+  // read), pinned copies on their way to the caller, an event after each copy, and row counts.
+  Buffer argmax_[2];
+  Buffer argmax_host_[2];
+  cudaEvent_t argmax_ready_[2] = {nullptr, nullptr};
+  int64_t argmax_rows_[2] = {0, 0};
+  uint64_t argmax_tickets_ = 0;  // results so far (the latest ticket is this - 1)
   Buffer sample_in_;         // sampleRows: rows, penalty tokens and masked ids on the device
   Buffer sample_in_host_;    // pinned: the same, packed on the host
   Buffer sample_out_;        // sampleRows: RowSample per row on the device
@@ -215,13 +223,17 @@ class CudaBackend final : public Backend {
   cudaEvent_t meta_copied_ = nullptr;  // the last upload has read `pinned_meta_`
   // Step timing (deviceStepSeconds): an event pair per step, [began, done], recorded after
   // beginStep's upload and where the results go back (or, for a step with no results, when the
-  // next step begins); read at the next stream synchronisation, when all have completed.
+  // next step begins);
+  // read once complete (a step may be in flight while the one before it is collected).
   std::vector<cudaEvent_t> step_events_;
-  size_t step_events_used_ = 0;  // 2 per interval not yet read
+  size_t step_events_used_ = 0;  // 2 per interval not yet read, oldest first
   bool step_timing_open_ = false;
   double device_step_seconds_ = 0.0;
   Status openStepTiming();
   Status closeStepTiming();
+  // Adds the device times of the intervals that have completed (`all`: every closed one, after a
+  // stream synchronisation), oldest first, and recycles their events.
+  Status harvestStepTiming(bool all);
   // Waits for the stream after a step's results were enqueued for the host (faults of the step
   // surface here) and adds the steps' device times.
   Status syncStepResults();

@@ -91,7 +91,17 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   const size_t o_slots = pk.add<int64_t>(T), o_seqs = pk.add<cuda::AttnSeqDev>(S), o_logit = pk.add<int64_t>(R);
   const size_t o_items = pk.add<int2>(items_.size()), o_tiles = pk.add<int2>(tiles_.size());
   const size_t o_inv = pk.add<float>(step_.inv_freq.size()), o_tables = pk.add<int32_t>(step_.tables.size());
+  const size_t o_fed = pk.add<FedToken>(step_.fed.size());  // read only by the feed kernel below
   const size_t bytes = pk.size();
+  static_assert(sizeof(FedToken) == sizeof(int2));
+  const int fed_slot = static_cast<int>((argmax_tickets_ + 1) % 2);  // the latest argmaxRowsAsync result
+  if (!step_.fed.empty()) {
+    if (argmax_tickets_ == 0) return failedPrecondition("beginStep: fed tokens but no argmaxRowsAsync result");
+    for (const FedToken& f : step_.fed)
+      if (f.src >= argmax_rows_[fed_slot])
+        return invalidArgument("beginStep: fed token source " + std::to_string(f.src) + " outside the previous " +
+                               std::to_string(argmax_rows_[fed_slot]) + " argmax ids");
+  }
 
   if (!reserve(meta_, std::max(bytes, size_t{1} << 20))) return error_;
   LLMRT_RETURN_IF_ERROR(reservePinned(pinned_meta_, bytes));
@@ -115,7 +125,15 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   put(o_tiles, tiles_.data(), tiles_.size() * sizeof(int2));
   put(o_inv, step_.inv_freq.data(), step_.inv_freq.size() * sizeof(float));
   put(o_tables, step_.tables.data(), step_.tables.size() * sizeof(int32_t));
+  put(o_fed, step_.fed.data(), step_.fed.size() * sizeof(FedToken));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(meta_.ptr, pinned_meta_.ptr, bytes, cudaMemcpyHostToDevice, stream_));
+  if (!step_.fed.empty()) {
+    auto* d8 = static_cast<uint8_t*>(meta_.ptr);
+    LLMRT_CUDA_RETURN_IF_ERROR(cuda::feedTokens(reinterpret_cast<int32_t*>(d8 + o_ids),
+                                                reinterpret_cast<const int2*>(d8 + o_fed),
+                                                static_cast<int32_t>(step_.fed.size()),
+                                                static_cast<const int32_t*>(argmax_[fed_slot].ptr), stream_));
+  }
   LLMRT_RETURN_IF_ERROR(openStepTiming());  // (after the upload: the host's packing is not device time)
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(meta_copied_, stream_));
 
