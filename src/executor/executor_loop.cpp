@@ -296,7 +296,7 @@ int32_t Executor::Impl::handleOldestStep() {
         continue;
       }
     }
-    s.sampling.accept(tok);
+    s.sampling.resolvePending(tok);  // (its step was counted when it was launched)
     ++r.generated;
     ++accepted;
     if (!r.first_token) r.first_token = now;
@@ -312,7 +312,10 @@ int32_t Executor::Impl::handleOldestStep() {
       lp.top.assign(top.begin(), top.end());
       (streaming ? s.new_logprobs : s.all_logprobs).push_back(std::move(lp));
     }
-    FinishReason fr = checkFinish(tok, s.sampling, r.req.sampling_params, engine->eosIds());
+    // Generated so far, this token included and the later steps' pending ones not.
+    const int64_t generated = s.sampling.numGenerated() - s.pending;
+    FinishReason fr = checkStopToken(tok, generated, r.req.sampling_params, engine->eosIds());
+    if (fr == FinishReason::kNone) fr = checkLength(generated, r.req.sampling_params);
     const int64_t known = static_cast<int64_t>(s.tokens.size()) - s.pending;  // without later placeholders
     if (fr == FinishReason::kNone && known >= engine->maxSeqLen()) fr = FinishReason::kLength;
     OutputTracker::Update u = s.tracker->onToken(tok, fr);
@@ -461,6 +464,7 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
     e.placeholder = static_cast<int32_t>(e.seq->tokens.size());
     e.seq->tokens.push_back(detail::kPendingToken);
     ++e.seq->pending;
+    e.seq->sampling.acceptPending();  // the next step's RNG step and min_tokens count include it
   }
   in_flight.push_back(std::move(launched));
   if (in_flight.size() == 2) {

@@ -51,7 +51,11 @@ SequenceSamplingState::SequenceSamplingState(const SamplingParams& params, std::
 }
 
 void SequenceSamplingState::accept(int32_t token) {
-  ++num_generated_;
+  acceptPending();
+  resolvePending(token);
+}
+
+void SequenceSamplingState::resolvePending(int32_t token) {
   if (track_output_) ++findOrInsert(token).generated_count;
 }
 

@@ -38,6 +38,11 @@ class SequenceSamplingState {
 
   // Records a token appended to the sequence; advances the step.
   void accept(int32_t token);
+  // Overlapped steps: advances the step for a token that is still being sampled (the RNG step
+  // and min_tokens count include it, as they would once it is accepted), then records its id
+  // once known. accept(t) == acceptPending(); resolvePending(t).
+  void acceptPending() { ++num_generated_; }
+  void resolvePending(int32_t token);
 
   int64_t numGenerated() const { return num_generated_; }
   uint64_t seed() const { return seed_; }
