@@ -45,8 +45,8 @@ struct StepSeq {
 };
 
 // A token of the step that the step before it produced and only the backend holds
-// yet (overlapped steps): token_ids[row] is replaced by entry `src` of the most
-// recent argmaxRowsAsync result.
+// yet (overlapped steps): token_ids[row] is replaced by token `src` of the most
+// recent argmaxRowsAsync or sampleRowsAsync result.
 struct FedToken {
   int32_t row = 0;
   int32_t src = 0;
@@ -218,7 +218,8 @@ class Backend {
   }
   // Overlapped steps: the argmax of every row (as argmaxRows) is started and the call
   // returns without waiting. The ids stay with the backend, where the next step's
-  // StepInputs::fed_tokens read them, and their copy to the host is collected with
+  // StepInputs::fed_tokens read them (fed from the most recent argmaxRowsAsync or
+  // sampleRowsAsync), and their copy to the host is collected with
   // waitArgmax(ticket). The two most recent results are kept: a step may be launched
   // before the previous step's ids are collected.
   virtual Result<uint64_t> argmaxRowsAsync(const TensorView& logits) {
@@ -231,6 +232,23 @@ class Backend {
     (void)ticket;
     (void)out;
     return unimplemented("waitArgmax: not supported by backend " + name());
+  }
+  // Overlapped steps with sampling: as sampleRows, but returns at once with a ticket from the
+  // same sequence as argmaxRowsAsync's (the latest result of either feeds the next step's
+  // fed tokens); waitSamples(ticket, out) waits for the rows (out.size() == rows.size()).
+  virtual Result<uint64_t> sampleRowsAsync(TensorView logits, std::span<const RowSampling> rows,
+                                           std::span<const PenaltyToken> penalties,
+                                           std::span<const int32_t> masked) {
+    (void)logits;
+    (void)rows;
+    (void)penalties;
+    (void)masked;
+    return unimplemented("sampleRowsAsync: not supported by backend " + name());
+  }
+  virtual Status waitSamples(uint64_t ticket, std::span<RowSample> out) {
+    (void)ticket;
+    (void)out;
+    return unimplemented("waitSamples: not supported by backend " + name());
   }
   // Whether the ops run behind the host (a device stream) so that preparing the next
   // step while this one runs hides the host's work (ExecutorConfig::overlap "auto").

@@ -47,6 +47,15 @@ Status DeviceSamplingBatch::run(Backend& backend, const TensorView& logits) {
   return backend.sampleRows(logits, rows_, penalties_, masked_, results_);
 }
 
+Result<uint64_t> DeviceSamplingBatch::start(Backend& backend, const TensorView& logits) {
+  return backend.sampleRowsAsync(logits, rows_, penalties_, masked_);
+}
+
+Status DeviceSamplingBatch::wait(Backend& backend, uint64_t ticket) {
+  results_.assign(rows_.size(), RowSample{});
+  return backend.waitSamples(ticket, results_);
+}
+
 Result<SampleResult> DeviceSamplingBatch::result(size_t i, int64_t vocab) const {
   const RowSample& o = results_.at(i);
   if (o.error == RowSample::kBadValue) return badLogitError(static_cast<size_t>(o.bad_index), o.bad_value);

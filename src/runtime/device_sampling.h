@@ -30,6 +30,10 @@ class DeviceSamplingBatch {
 
   // Samples every row on `backend` (logits [rows, vocab], changed in place).
   Status run(Backend& backend, const TensorView& logits);
+  // The same in two halves (overlapped steps): start returns the backend's ticket, wait
+  // collects the rows for result().
+  Result<uint64_t> start(Backend& backend, const TensorView& logits);
+  Status wait(Backend& backend, uint64_t ticket);
   // Row i's outcome as the host Sampler reports it.
   Result<SampleResult> result(size_t i, int64_t vocab) const;
 

@@ -35,8 +35,14 @@ Result<std::vector<StepSequenceResult>> ModelRunner::collect() {
   Launched l = std::move(pending_.front());
   pending_.pop_front();
   if (!l.async) return std::move(l.results);
-  LLMRT_RETURN_IF_ERROR(backend_.waitArgmax(l.ticket, collected_ids_.data()).withContext("argmax"));
   std::vector<StepSequenceResult> out(l.sample_row.size());
+  if (l.sampled) {
+    LLMRT_RETURN_IF_ERROR(l.rows.wait(backend_, l.ticket).withContext("sampling on the backend"));
+    for (size_t i = 0; i < out.size(); ++i)
+      if (l.sample_row[i] >= 0) setSample(out[i], l.rows.result(static_cast<size_t>(l.sample_row[i]), l.vocab));
+    return out;
+  }
+  LLMRT_RETURN_IF_ERROR(backend_.waitArgmax(l.ticket, collected_ids_.data()).withContext("argmax"));
   for (size_t i = 0; i < out.size(); ++i) {
     if (l.sample_row[i] < 0) continue;
     const int32_t token = collected_ids_[static_cast<size_t>(l.sample_row[i])];
@@ -100,12 +106,39 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
   computed_tokens_ += static_cast<uint64_t>(batch.numTokens());
   fed_rows_.clear();
 
-  // 4. An async launch: the argmax stays on the backend for the next step and comes back later.
+  // 4. An async launch: the tokens stay on the backend for the next step and come back later.
   Launched l;
   if (allow_async && logits.shape[0] > 0) {
-    bool all_greedy = true;
-    for (const StepSequence& s : seqs)
-      all_greedy = all_greedy && !s.return_logits && !s.return_last_logits && (!s.sample || plainGreedy(s));
+    bool all_greedy = true, logits_wanted = false, penalties = false;
+    int64_t truncating = 0;
+    for (const StepSequence& s : seqs) {
+      logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
+      all_greedy = all_greedy && (!s.sample || plainGreedy(s));
+      if (!s.sample) continue;
+      penalties = penalties || s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties();
+      if (!s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < logits.shape[1]) || s.params->top_p < 1.0f))
+        ++truncating;
+    }
+    all_greedy = all_greedy && !logits_wanted;
+    if (!all_greedy && !logits_wanted && !penalties && backend_.samplesStep(logits.shape[0], truncating)) {
+      for (const StepSequence& s : seqs)
+        if (s.sample) l.rows.add(*s.params, *s.state, eos_ids_);
+      if (static_cast<int64_t>(l.rows.rows().size()) != logits.shape[0])
+        return internalError("launch: sampled sequences and logits rows disagree");
+      LLMRT_ASSIGN_OR_RETURN(l.ticket, l.rows.start(backend_, logits));
+      l.async = true;
+      l.sampled = true;
+      l.vocab = logits.shape[1];
+      l.sample_row.assign(seqs.size(), -1);
+      int32_t row = 0;
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        if (!seqs[i].sample) continue;
+        l.sample_row[i] = row;
+        fed_rows_[seqs[i].id] = row++;
+      }
+      pending_.push_back(std::move(l));
+      return Status::ok();
+    }
     if (all_greedy) {
       LLMRT_ASSIGN_OR_RETURN(l.ticket, backend_.argmaxRowsAsync(logits));
       l.async = true;

@@ -53,8 +53,9 @@ class ModelRunner {
   // when the model or the KV copies fail.
   Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs);
 
-  // Launches one step. With `allow_async`, a step whose sampled rows are all plain greedy and
-  // that returns no logits leaves its argmax on the backend and returns before the tokens are
+  // Launches one step. With `allow_async`, a step that returns no logits and whose sampled rows
+  // are all plain greedy (argmax) or, where the backend samples, use no penalties (which need
+  // the previous tokens' ids) leaves its tokens on the backend and returns before they are
   // back (launchedAsync()): the next step may be launched at once, feeding those tokens to its
   // fed_last sequences on the backend. Any other step runs to completion here. Each launch's
   // results come from one collect() call, in launch order; at most two launches are uncollected.
@@ -84,8 +85,11 @@ class ModelRunner {
 
   struct Launched {
     bool async = false;
-    uint64_t ticket = 0;                       // async: the backend's argmax
-    std::vector<int64_t> sample_row;           // async: per sequence, its argmax row (-1: not sampled)
+    bool sampled = false;                      // async: sampleRowsAsync (else argmaxRowsAsync)
+    uint64_t ticket = 0;                       // async: the backend's result
+    std::vector<int64_t> sample_row;           // async: per sequence, its result row (-1: not sampled)
+    DeviceSamplingBatch rows;                  // async sampled: the rows, then their results
+    int64_t vocab = 0;
     std::vector<StepSequenceResult> results;   // sync: the finished results
   };
   // The synchronous tail of launch: sampling and logits for a step whose forward has run.

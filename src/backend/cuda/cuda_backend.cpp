@@ -84,7 +84,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   if (cublasStatus_t s = b->lt_.init(); s != CUBLAS_STATUS_SUCCESS) return cublasStatus(s, "cublasLtCreate", __FILE__, __LINE__);
   LLMRT_CUDA_RETURN_IF_ERROR(cuda::initAttentionKernels());
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&b->meta_copied_, cudaEventDisableTiming));
-  for (cudaEvent_t& e : b->argmax_ready_) LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  for (cudaEvent_t& e : b->result_ready_) LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   if (const char* prof = std::getenv("LLMRT_CUDA_PROFILE"); prof && std::string(prof) == "1") {
     b->profiler_ = std::make_unique<OpProfiler>();
     b->use_graphs_ = false;
@@ -140,16 +140,18 @@ CudaBackend::~CudaBackend() {
   dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) release(b);
-  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_})
+  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_[0],
+                    &sample_out_[1]})
     release(*b);
   if (stream_) (void)cudaStreamSynchronize(stream_);
   if (pool_) (void)cudaMemPoolDestroy(pool_);
   for (cudaEvent_t e : {copies_ready_, copies_done_})
     if (e) (void)cudaEventDestroy(e);
   if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
-  for (Buffer* b : {&pinned_meta_, &argmax_host_[0], &argmax_host_[1], &sample_in_host_, &sample_out_host_})
+  for (Buffer* b : {&pinned_meta_, &argmax_host_[0], &argmax_host_[1], &sample_in_host_[0], &sample_in_host_[1],
+                    &sample_out_host_[0], &sample_out_host_[1]})
     (void)cudaFreeHost(b->ptr);
-  for (cudaEvent_t e : {meta_copied_, argmax_ready_[0], argmax_ready_[1]})
+  for (cudaEvent_t e : {meta_copied_, result_ready_[0], result_ready_[1]})
     if (e) (void)cudaEventDestroy(e);
   for (cudaEvent_t e : step_events_) (void)cudaEventDestroy(e);
   for (int i = 0; i < 2; ++i) {
@@ -326,7 +328,7 @@ Result<uint64_t> CudaBackend::argmaxRowsAsync(const TensorView& logits) {
   if (failed()) return error_;
   if (capturing_) return internalError("argmaxRowsAsync while a step is being recorded");
   const int64_t rows = viewRows(logits), vocab = viewCols(logits);
-  const int slot = static_cast<int>(argmax_tickets_ % 2);
+  const int slot = static_cast<int>(result_tickets_ % 2);
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t);
   if (!reserve(argmax_[slot], bytes, false)) return error_;
   LLMRT_RETURN_IF_ERROR(reservePinned(argmax_host_[slot], bytes));
@@ -338,24 +340,33 @@ Result<uint64_t> CudaBackend::argmaxRowsAsync(const TensorView& logits) {
                                                static_cast<size_t>(rows) * 4, cudaMemcpyDeviceToHost, stream_));
   }
   LLMRT_RETURN_IF_ERROR(closeStepTiming());
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(argmax_ready_[slot], stream_));
-  argmax_rows_[slot] = rows;
-  return argmax_tickets_++;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(result_ready_[slot], stream_));
+  result_rows_[slot] = rows;
+  result_samples_[slot] = false;
+  return result_tickets_++;
 }
 
-Status CudaBackend::waitArgmax(uint64_t ticket, int32_t* out) {
+Result<int> CudaBackend::waitResult(uint64_t ticket, bool samples) {
   if (failed()) return error_;
-  if (ticket >= argmax_tickets_ || ticket + 2 < argmax_tickets_)
-    return invalidArgument("waitArgmax: ticket " + std::to_string(ticket) + " is not one of the two most recent");
+  if (ticket >= result_tickets_ || ticket + 2 < result_tickets_)
+    return invalidArgument("waiting for result " + std::to_string(ticket) + ": not one of the two most recent");
   const int slot = static_cast<int>(ticket % 2);
+  if (result_samples_[slot] != samples)
+    return invalidArgument("waiting for result " + std::to_string(ticket) + ": it holds " +
+                           (result_samples_[slot] ? "samples" : "argmax ids"));
   if (profiler_) {
     LLMRT_RETURN_IF_ERROR(syncStepResults());  // the profiler reads every op's events
     collectProfile();
   } else {
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(argmax_ready_[slot]));  // faults of the step surface here
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(result_ready_[slot]));  // faults of the step surface here
     LLMRT_RETURN_IF_ERROR(harvestStepTiming(false));
   }
-  std::memcpy(out, argmax_host_[slot].ptr, static_cast<size_t>(argmax_rows_[slot]) * 4);
+  return slot;
+}
+
+Status CudaBackend::waitArgmax(uint64_t ticket, int32_t* out) {
+  LLMRT_ASSIGN_OR_RETURN(int slot, waitResult(ticket, false));
+  std::memcpy(out, argmax_host_[slot].ptr, static_cast<size_t>(result_rows_[slot]) * 4);
   return Status::ok();
 }
 

@@ -114,6 +114,9 @@ class CudaBackend final : public Backend {
   Status argmaxRows(const TensorView& logits, int32_t* out) override;
   Result<uint64_t> argmaxRowsAsync(const TensorView& logits) override;
   Status waitArgmax(uint64_t ticket, int32_t* out) override;
+  Result<uint64_t> sampleRowsAsync(TensorView logits, std::span<const RowSampling> rows,
+                                   std::span<const PenaltyToken> penalties, std::span<const int32_t> masked) override;
+  Status waitSamples(uint64_t ticket, std::span<RowSample> out) override;
   bool runsAhead() const override { return true; }
   // Top-k / top-p rows cost the sampling kernel ~1.4 ms per step whatever the row count (one SM
   // per row, radix passes); the host needs ~0.2 ms per such row (docs/perf.md). So a step of at
@@ -203,17 +206,21 @@ class CudaBackend final : public Backend {
   Buffer bf16_x_;    // bf16 copy of a linear's input (cuBLAS path)
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   Buffer partial_;    // split-key attention partial states
-  // argmaxRowsAsync results by ticket parity: ids on the device (what the next step's fed tokens
-  // read), pinned copies on their way to the caller, an event after each copy, and row counts.
+  // Step results (argmaxRowsAsync ids or sampleRowsAsync rows) by ticket parity: on the device
+  // (what the next step's fed tokens read), pinned copies on their way to the caller, an event
+  // after each copy, row counts and which kind each slot holds.
   Buffer argmax_[2];
   Buffer argmax_host_[2];
-  cudaEvent_t argmax_ready_[2] = {nullptr, nullptr};
-  int64_t argmax_rows_[2] = {0, 0};
-  uint64_t argmax_tickets_ = 0;  // results so far (the latest ticket is this - 1)
+  cudaEvent_t result_ready_[2] = {nullptr, nullptr};
+  int64_t result_rows_[2] = {0, 0};
+  bool result_samples_[2] = {false, false};  // the slot holds RowSamples (else argmax ids)
+  uint64_t result_tickets_ = 0;  // results so far (the latest ticket is this - 1)
+  // Waits for the slot of `ticket` (one of the two most recent, of kind `samples`).
+  Result<int> waitResult(uint64_t ticket, bool samples);
   Buffer sample_in_;         // sampleRows: rows, penalty tokens and masked ids on the device
-  Buffer sample_in_host_;    // pinned: the same, packed on the host
-  Buffer sample_out_;        // sampleRows: RowSample per row on the device
-  Buffer sample_out_host_;   // pinned: the same on their way to the caller
+  Buffer sample_in_host_[2];   // pinned: the same, packed on the host (by result slot)
+  Buffer sample_out_[2];       // sampleRows: RowSample per row on the device (by result slot)
+  Buffer sample_out_host_[2];  // pinned: the same on their way to the caller
 
   // Step metadata: packed on the host (pinned), uploaded in one copy.
   HostStep step_;

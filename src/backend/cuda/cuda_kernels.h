@@ -153,9 +153,11 @@ cudaError_t initAttentionKernels();
 cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
                        cudaStream_t stream);
 
-// Overlapped steps: ids[fed[i].x] = max(0, src[fed[i].y]) for i < n (a row whose argmax failed, -1,
-// gets token 0: its step's results are thrown away).
-cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, cudaStream_t stream);
+// Overlapped steps: ids[fed[i].x] = max(0, src[fed[i].y * stride]) for i < n (src: argmax ids,
+// stride 1, or RowSamples' tokens; a row whose argmax or sampling failed, -1, gets token 0: its
+// step's results are thrown away).
+cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, int32_t stride,
+                       cudaStream_t stream);
 
 // Samples one token per row of logits [rows, vocab] (cuda_sampling.cu): params[r] says how;
 // penalties / masked are the step's lists the rows index into; the penalties and masks are

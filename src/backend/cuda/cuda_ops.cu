@@ -382,16 +382,17 @@ cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vo
 
 namespace {
 
-__global__ void feedTokensKernel(int32_t* ids, const int2* fed, int32_t n, const int32_t* src) {
+__global__ void feedTokensKernel(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, int32_t stride) {
   const int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) ids[fed[i].x] = max(0, src[fed[i].y]);
+  if (i < n) ids[fed[i].x] = max(0, src[static_cast<int64_t>(fed[i].y) * stride]);
 }
 
 }  // namespace
 
-cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, cudaStream_t stream) {
+cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, int32_t stride,
+                       cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  feedTokensKernel<<<(n + 255) / 256, 256, 0, stream>>>(ids, fed, n, src);
+  feedTokensKernel<<<(n + 255) / 256, 256, 0, stream>>>(ids, fed, n, src, stride);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,7 @@
 // CudaBackend::sampleRows: packs the rows' controls, penalty tokens and masked ids
 // into one pinned buffer, uploads them with one copy, runs the sampling kernel
 // (cuda_sampling.cu) and copies back one RowSample per row.
+#include <algorithm>
 #include <cstring>
 
 #include "backend/cuda/cuda_backend_impl.h"
@@ -16,14 +17,23 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> rows,
                                std::span<const PenaltyToken> penalties, std::span<const int32_t> masked,
                                std::span<RowSample> out) {
+  if (out.size() != rows.size())
+    return invalidArgument(strprintf("sampleRows: %zu row controls, %zu outputs", rows.size(), out.size()));
+  LLMRT_ASSIGN_OR_RETURN(uint64_t ticket, sampleRowsAsync(logits, rows, penalties, masked));
+  return waitSamples(ticket, out);
+}
+
+Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const RowSampling> rows,
+                                              std::span<const PenaltyToken> penalties,
+                                              std::span<const int32_t> masked) {
   if (failed()) return error_;
+  if (capturing_) return internalError("sampleRowsAsync while a step is being recorded");
   const int64_t n = viewRows(logits), vocab = viewCols(logits);
   if (logits.dtype != DType::kF32 || logits.device != Device::kCuda)
     return invalidArgument("sampleRows: logits must be a float32 view of CUDA memory");
-  if (static_cast<int64_t>(rows.size()) != n || out.size() != rows.size())
-    return invalidArgument(strprintf("sampleRows: %lld logits rows, %zu row controls, %zu outputs",
-                                     static_cast<long long>(n), rows.size(), out.size()));
-  if (n == 0) return Status::ok();
+  if (static_cast<int64_t>(rows.size()) != n)
+    return invalidArgument(strprintf("sampleRows: %lld logits rows, %zu row controls", static_cast<long long>(n),
+                                     rows.size()));
   for (size_t r = 0; r < rows.size(); ++r) {
     const RowSampling& p = rows[r];
     const bool pen_ok = p.penalty_begin >= 0 && p.penalty_count >= 0 &&
@@ -39,36 +49,51 @@ Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> r
                                        RowSample::kMaxTop));
   }
 
+  // Slot `slot` was last used two results ago, which its caller has waited for: its pinned
+  // buffers are free (the other slot's may still be read by a step in flight).
+  const int slot = static_cast<int>(result_tickets_ % 2);
   const size_t rows_bytes = rows.size() * sizeof(RowSampling);
   const size_t pen_off = alignUp(rows_bytes, 16);
   const size_t mask_off = alignUp(pen_off + penalties.size() * sizeof(PenaltyToken), 16);
-  const size_t in_bytes = mask_off + masked.size() * sizeof(int32_t);
-  const size_t out_bytes = rows.size() * sizeof(RowSample);
-  LLMRT_RETURN_IF_ERROR(reservePinned(sample_in_host_, in_bytes));
-  LLMRT_RETURN_IF_ERROR(reservePinned(sample_out_host_, out_bytes));
+  const size_t in_bytes = std::max<size_t>(mask_off + masked.size() * sizeof(int32_t), 16);
+  const size_t out_bytes = std::max<size_t>(rows.size(), 1) * sizeof(RowSample);
+  LLMRT_RETURN_IF_ERROR(reservePinned(sample_in_host_[slot], in_bytes));
+  LLMRT_RETURN_IF_ERROR(reservePinned(sample_out_host_[slot], out_bytes));
   if (!reserve(sample_in_, in_bytes, /*used_by_graphs=*/false) ||
-      !reserve(sample_out_, out_bytes, /*used_by_graphs=*/false))
+      !reserve(sample_out_[slot], out_bytes, /*used_by_graphs=*/false))
     return error_;
-  // The last sampleRows finished with the pinned buffer: it synchronized before returning.
-  char* host = static_cast<char*>(sample_in_host_.ptr);
-  std::memcpy(host, rows.data(), rows_bytes);
-  if (!penalties.empty()) std::memcpy(host + pen_off, penalties.data(), penalties.size() * sizeof(PenaltyToken));
-  if (!masked.empty()) std::memcpy(host + mask_off, masked.data(), masked.size() * sizeof(int32_t));
-  char* dev = static_cast<char*>(sample_in_.ptr);
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, stream_));
-  {
-    OpScope scope(this, [&] { return std::string("sample"); });
-    LLMRT_CUDA_RETURN_IF_ERROR(cuda::sampleRows(static_cast<float*>(logits.data), viewRowStride(logits), n, vocab,
-                                                reinterpret_cast<const RowSampling*>(dev),
-                                                reinterpret_cast<const PenaltyToken*>(dev + pen_off),
-                                                reinterpret_cast<const int32_t*>(dev + mask_off),
-                                                static_cast<RowSample*>(sample_out_.ptr), stream_));
+  if (n > 0) {
+    char* host = static_cast<char*>(sample_in_host_[slot].ptr);
+    std::memcpy(host, rows.data(), rows_bytes);
+    if (!penalties.empty()) std::memcpy(host + pen_off, penalties.data(), penalties.size() * sizeof(PenaltyToken));
+    if (!masked.empty()) std::memcpy(host + mask_off, masked.data(), masked.size() * sizeof(int32_t));
+    // (sample_in_ is read by the previous result's kernel before this copy: stream order.)
+    char* dev = static_cast<char*>(sample_in_.ptr);
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, stream_));
+    {
+      OpScope scope(this, [&] { return std::string("sample"); });
+      LLMRT_CUDA_RETURN_IF_ERROR(cuda::sampleRows(static_cast<float*>(logits.data), viewRowStride(logits), n, vocab,
+                                                  reinterpret_cast<const RowSampling*>(dev),
+                                                  reinterpret_cast<const PenaltyToken*>(dev + pen_off),
+                                                  reinterpret_cast<const int32_t*>(dev + mask_off),
+                                                  static_cast<RowSample*>(sample_out_[slot].ptr), stream_));
+    }
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sample_out_host_[slot].ptr, sample_out_[slot].ptr,
+                                               rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost, stream_));
   }
-  LLMRT_CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(sample_out_host_.ptr, sample_out_.ptr, out_bytes, cudaMemcpyDeviceToHost, stream_));
-  LLMRT_RETURN_IF_ERROR(syncStepResults());
-  collectProfile();
-  std::memcpy(out.data(), sample_out_host_.ptr, out_bytes);
+  LLMRT_RETURN_IF_ERROR(closeStepTiming());
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(result_ready_[slot], stream_));
+  result_rows_[slot] = n;
+  result_samples_[slot] = true;
+  return result_tickets_++;
+}
+
+Status CudaBackend::waitSamples(uint64_t ticket, std::span<RowSample> out) {
+  LLMRT_ASSIGN_OR_RETURN(int slot, waitResult(ticket, true));
+  if (static_cast<int64_t>(out.size()) != result_rows_[slot])
+    return invalidArgument(strprintf("waitSamples: %zu outputs for %lld rows", out.size(),
+                                     static_cast<long long>(result_rows_[slot])));
+  if (!out.empty()) std::memcpy(out.data(), sample_out_host_[slot].ptr, out.size() * sizeof(RowSample));
   return Status::ok();
 }
 
