@@ -55,6 +55,9 @@ TEST(Executor, ConfigValidationNamesTheField) {
   c.max_input_len = 64;
   EXPECT_NE(c.validate().message().find("max_input_len"), std::string::npos);
   c = baseConfig();
+  c.overlap = "sometimes";
+  EXPECT_NE(c.validate().message().find("overlap"), std::string::npos) << c.validate().message();
+  c = baseConfig();
   c.model.clear();
   EXPECT_FALSE(Executor::create(c).isOk());
 }
