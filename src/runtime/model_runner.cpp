@@ -15,6 +15,20 @@ void setSample(StepSequenceResult& out, Result<SampleResult> r) {
 
 }  // namespace
 
+ModelRunner::StepNeeds ModelRunner::needsOf(std::span<const StepSequence> seqs, int64_t vocab) {
+  StepNeeds n;
+  for (const StepSequence& s : seqs) {
+    n.logits_wanted = n.logits_wanted || s.return_logits || s.return_last_logits;
+    if (!s.sample) continue;
+    n.all_greedy = n.all_greedy && plainGreedy(s);
+    n.penalties = n.penalties || s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties();
+    if (!s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < vocab) || s.params->top_p < 1.0f))
+      ++n.truncating;
+  }
+  n.all_greedy = n.all_greedy && !n.logits_wanted;
+  return n;
+}
+
 bool ModelRunner::plainGreedy(const StepSequence& s) {
   const SamplingParams& p = *s.params;
   return p.isGreedy() && !p.usesRepetitionPenalty() && !p.usesOutputPenalties() && !p.logprobs &&
@@ -109,18 +123,9 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
   // 4. An async launch: the tokens stay on the backend for the next step and come back later.
   Launched l;
   if (allow_async && logits.shape[0] > 0) {
-    bool all_greedy = true, logits_wanted = false, penalties = false;
-    int64_t truncating = 0;
-    for (const StepSequence& s : seqs) {
-      logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
-      all_greedy = all_greedy && (!s.sample || plainGreedy(s));
-      if (!s.sample) continue;
-      penalties = penalties || s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties();
-      if (!s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < logits.shape[1]) || s.params->top_p < 1.0f))
-        ++truncating;
-    }
-    all_greedy = all_greedy && !logits_wanted;
-    if (!all_greedy && !logits_wanted && !penalties && backend_.samplesStep(logits.shape[0], truncating)) {
+    const StepNeeds needs = needsOf(seqs, logits.shape[1]);
+    if (!needs.all_greedy && !needs.logits_wanted && !needs.penalties &&
+        backend_.samplesStep(logits.shape[0], needs.truncating)) {
       for (const StepSequence& s : seqs)
         if (s.sample) l.rows.add(*s.params, *s.state, eos_ids_);
       if (static_cast<int64_t>(l.rows.rows().size()) != logits.shape[0])
@@ -139,7 +144,7 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
       pending_.push_back(std::move(l));
       return Status::ok();
     }
-    if (all_greedy) {
+    if (needs.all_greedy) {
       LLMRT_ASSIGN_OR_RETURN(l.ticket, backend_.argmaxRowsAsync(logits));
       l.async = true;
       l.sample_row.assign(seqs.size(), -1);
@@ -166,11 +171,9 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
   // backend's argmax runs where the logits are and only token ids cross to the host.
   const int64_t vocab = logits.shape[1];
   std::vector<StepSequenceResult> out(seqs.size());
+  const StepNeeds needs = needsOf(seqs, vocab);
   if (logits.shape[0] > 0 && backend_.hasArgmax()) {
-    bool all_greedy = true;
-    for (const StepSequence& s : seqs)
-      all_greedy = all_greedy && !s.return_logits && !s.return_last_logits && (!s.sample || plainGreedy(s));
-    if (all_greedy) {
+    if (needs.all_greedy) {
       argmax_.resize(static_cast<size_t>(logits.shape[0]));
       LLMRT_RETURN_IF_ERROR(backend_.argmaxRows(logits, argmax_.data()).withContext("argmax"));
       bool fallback = false;  // a row with NaN / +inf: the host sampler reports it
@@ -192,14 +195,7 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
   // Otherwise, when no logits go back to the caller and the backend samples, every
   // row is sampled where the logits are: only tokens (and requested logprobs) come back.
   if (logits.shape[0] > 0) {
-    bool logits_wanted = false;
-    int64_t truncating = 0;  // rows with top-k / top-p
-    for (const StepSequence& s : seqs) {
-      logits_wanted = logits_wanted || s.return_logits || s.return_last_logits;
-      if (s.sample && !s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < vocab) || s.params->top_p < 1.0f))
-        ++truncating;
-    }
-    if (!logits_wanted && backend_.samplesStep(logits.shape[0], truncating)) {
+    if (!needs.logits_wanted && backend_.samplesStep(logits.shape[0], needs.truncating)) {
       device_sampling_.clear();
       for (const StepSequence& s : seqs)
         if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);

@@ -82,6 +82,14 @@ class ModelRunner {
   // Greedy with no penalty, no min_tokens mask in force and no logprobs: the
   // argmax of the raw logits is the token.
   static bool plainGreedy(const StepSequence& s);
+  // What a step's rows need from sampling.
+  struct StepNeeds {
+    bool all_greedy = true;      // every sampled row plainGreedy and no logits wanted: the argmax will do
+    bool logits_wanted = false;  // context or generation logits go back to the caller
+    bool penalties = false;      // a sampled row uses repetition / presence / frequency penalties
+    int64_t truncating = 0;      // sampled rows with top-k or top-p
+  };
+  static StepNeeds needsOf(std::span<const StepSequence> seqs, int64_t vocab);
 
   struct Launched {
     bool async = false;
