@@ -253,11 +253,11 @@ class Backend {
   // Whether the ops run behind the host (a device stream) so that preparing the next
   // step while this one runs hides the host's work (ExecutorConfig::overlap "auto").
   virtual bool runsAhead() const { return false; }
-  // Whether sampleRows should sample a step of `rows` logits rows, `truncating_rows` of
-  // them with top-k or top-p (the backend knows when the host would be faster).
-  virtual bool samplesStep(int64_t rows, int64_t truncating_rows) const {
+  // Whether sampleRows should sample these rows of a `vocab`-wide step (the backend knows
+  // when the host would be faster).
+  virtual bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const {
     (void)rows;
-    (void)truncating_rows;
+    (void)vocab;
     return false;
   }
   // Samples one token per logits row (F32 [rows.size(), vocab]) as the host Sampler

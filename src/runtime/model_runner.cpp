@@ -15,15 +15,13 @@ void setSample(StepSequenceResult& out, Result<SampleResult> r) {
 
 }  // namespace
 
-ModelRunner::StepNeeds ModelRunner::needsOf(std::span<const StepSequence> seqs, int64_t vocab) {
+ModelRunner::StepNeeds ModelRunner::needsOf(std::span<const StepSequence> seqs) {
   StepNeeds n;
   for (const StepSequence& s : seqs) {
     n.logits_wanted = n.logits_wanted || s.return_logits || s.return_last_logits;
     if (!s.sample) continue;
     n.all_greedy = n.all_greedy && plainGreedy(s);
     n.penalties = n.penalties || s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties();
-    if (!s.params->isGreedy() && ((s.params->top_k > 0 && s.params->top_k < vocab) || s.params->top_p < 1.0f))
-      ++n.truncating;
   }
   n.all_greedy = n.all_greedy && !n.logits_wanted;
   return n;
@@ -123,13 +121,14 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
   // 4. An async launch: the tokens stay on the backend for the next step and come back later.
   Launched l;
   if (allow_async && logits.shape[0] > 0) {
-    const StepNeeds needs = needsOf(seqs, logits.shape[1]);
-    if (!needs.all_greedy && !needs.logits_wanted && !needs.penalties &&
-        backend_.samplesStep(logits.shape[0], needs.truncating)) {
+    const StepNeeds needs = needsOf(seqs);
+    if (!needs.all_greedy && !needs.logits_wanted && !needs.penalties) {
       for (const StepSequence& s : seqs)
         if (s.sample) l.rows.add(*s.params, *s.state, eos_ids_);
       if (static_cast<int64_t>(l.rows.rows().size()) != logits.shape[0])
         return internalError("launch: sampled sequences and logits rows disagree");
+    }
+    if (!l.rows.rows().empty() && backend_.samplesRows(l.rows.rows(), logits.shape[1])) {
       LLMRT_ASSIGN_OR_RETURN(l.ticket, l.rows.start(backend_, logits));
       l.async = true;
       l.sampled = true;
@@ -171,7 +170,7 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
   // backend's argmax runs where the logits are and only token ids cross to the host.
   const int64_t vocab = logits.shape[1];
   std::vector<StepSequenceResult> out(seqs.size());
-  const StepNeeds needs = needsOf(seqs, vocab);
+  const StepNeeds needs = needsOf(seqs);
   if (logits.shape[0] > 0 && backend_.hasArgmax()) {
     if (needs.all_greedy) {
       argmax_.resize(static_cast<size_t>(logits.shape[0]));
@@ -194,13 +193,13 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
   }
   // Otherwise, when no logits go back to the caller and the backend samples, every
   // row is sampled where the logits are: only tokens (and requested logprobs) come back.
-  if (logits.shape[0] > 0) {
-    if (!needs.logits_wanted && backend_.samplesStep(logits.shape[0], needs.truncating)) {
-      device_sampling_.clear();
-      for (const StepSequence& s : seqs)
-        if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);
-      if (static_cast<int64_t>(device_sampling_.rows().size()) != logits.shape[0])
-        return internalError("step: sampled sequences and logits rows disagree");
+  if (logits.shape[0] > 0 && !needs.logits_wanted) {
+    device_sampling_.clear();
+    for (const StepSequence& s : seqs)
+      if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);
+    if (static_cast<int64_t>(device_sampling_.rows().size()) != logits.shape[0])
+      return internalError("step: sampled sequences and logits rows disagree");
+    if (backend_.samplesRows(device_sampling_.rows(), vocab)) {
       LLMRT_RETURN_IF_ERROR(device_sampling_.run(backend_, logits).withContext("sampling on the backend"));
       size_t row = 0;
       for (size_t i = 0; i < seqs.size(); ++i) {

@@ -87,9 +87,8 @@ class ModelRunner {
     bool all_greedy = true;      // every sampled row plainGreedy and no logits wanted: the argmax will do
     bool logits_wanted = false;  // context or generation logits go back to the caller
     bool penalties = false;      // a sampled row uses repetition / presence / frequency penalties
-    int64_t truncating = 0;      // sampled rows with top-k or top-p
   };
-  static StepNeeds needsOf(std::span<const StepSequence> seqs, int64_t vocab);
+  static StepNeeds needsOf(std::span<const StepSequence> seqs);
 
   struct Launched {
     bool async = false;

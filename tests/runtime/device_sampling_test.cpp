@@ -74,7 +74,7 @@ class ReferenceSamplingBackend final : public Backend {
     cpu_.attention(l, q, h, w, s, o);
   }
 
-  bool samplesStep(int64_t, int64_t) const override { return true; }
+  bool samplesRows(std::span<const RowSampling>, int64_t) const override { return true; }
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
                     std::span<const int32_t> masked, std::span<RowSample> out) override {
     const int64_t vocab = logits.shape[1];
@@ -360,6 +360,55 @@ TEST_P(DeviceSampling, PenaltiesMinTokensAndLogprobs) {
     }
   }
   expectSameAsSampler(cases, eos, "penalties");
+}
+
+// A few rows with a small top-k (the CUDA backend's compact pass: many CTAs per row keep their
+// slice's top-k) sample what the host Sampler samples: quantized logits (ties across slices),
+// penalties and min_tokens masks, a NaN row next to good ones, and top-k of 1 and 256.
+TEST_P(DeviceSampling, FewRowsWithASmallTopK) {
+  std::mt19937 rng(31);
+  const std::vector<int32_t> eos = {2, 7};
+  uint64_t seed = 500;
+  for (int64_t vocab : {1000, 32000, 128256}) {
+    for (int k : {1, 5, 40, 256}) {
+      for (int rows = 1; rows <= 4; ++rows) {
+        std::vector<Case> cases;
+        for (int r = 0; r < rows; ++r) {
+          Case c;
+          c.logits = randomLogits(vocab, r == 1 ? 8.0f : 2.0f, rng, r == 2 ? 0.25f : 0.0f);
+          c.params.temperature = 0.9f;
+          c.params.top_k = k;
+          c.params.top_p = r % 2 ? 0.9f : 1.0f;
+          c.params.min_p = r == 3 ? 0.05f : 0.0f;
+          c.params.seed = seed++;
+          c.params.max_tokens = 100;
+          std::vector<int32_t> prompt;
+          if (r == 1) {
+            c.params.repetition_penalty = 1.3f;
+            for (int i = 0; i < 30; ++i) prompt.push_back(i * 7);
+          }
+          if (r == 3) c.params.min_tokens = 10;  // EOS masked
+          c.state = SequenceSamplingState(c.params, prompt, *c.params.seed, 0);
+          for (int i = 0; i < r * 3; ++i) c.state.accept(i);
+          cases.push_back(std::move(c));
+        }
+        expectSameAsSampler(cases, eos, "vocab " + std::to_string(vocab) + " k " + std::to_string(k) + " rows " +
+                                            std::to_string(rows));
+      }
+    }
+  }
+  std::vector<Case> bad;
+  for (int r = 0; r < 3; ++r) {
+    Case c;
+    c.logits = randomLogits(32000, 2.0f, rng);
+    c.params.temperature = 1.0f;
+    c.params.top_k = 20;
+    c.params.seed = 9;
+    c.state = SequenceSamplingState(c.params, {}, 9, 0);
+    bad.push_back(std::move(c));
+  }
+  bad[1].logits[20000] = std::numeric_limits<float>::quiet_NaN();
+  expectSameAsSampler(bad, {}, "a NaN row among few");
 }
 
 TEST_P(DeviceSampling, BadRowsReportTheSamplersErrors) {

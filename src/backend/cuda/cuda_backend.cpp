@@ -105,11 +105,14 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     bf16_activations = bf16_activations && v.find("bf16act") == std::string::npos;
     pdl = pdl && v.find("pdl") == std::string::npos;
     b->use_sampling_ = v.find("sampling") == std::string::npos;
+    b->use_compact_sampling_ = v.find("compact") == std::string::npos;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
-                   "decode attention %s, bf16 activations %s, dependent launch %s, sampling on the GPU %s)",
+                   "decode attention %s, bf16 activations %s, dependent launch %s, sampling on the GPU %s, compact "
+                   "sampling pass %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
                    b->use_mma_decode_ ? "on" : "off",
-                   bf16_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off");
+                   bf16_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
+                   b->use_compact_sampling_ ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
@@ -141,7 +144,7 @@ CudaBackend::~CudaBackend() {
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) release(b);
   for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_[0],
-                    &sample_out_[1]})
+                    &sample_out_[1], &sample_compact_})
     release(*b);
   if (stream_) (void)cudaStreamSynchronize(stream_);
   if (pool_) (void)cudaMemPoolDestroy(pool_);

@@ -118,13 +118,12 @@ class CudaBackend final : public Backend {
                                    std::span<const PenaltyToken> penalties, std::span<const int32_t> masked) override;
   Status waitSamples(uint64_t ticket, std::span<RowSample> out) override;
   bool runsAhead() const override { return true; }
-  // Top-k / top-p rows cost the sampling kernel ~1.4 ms per step whatever the row count (one SM
-  // per row, radix passes); the host needs ~0.2 ms per such row (docs/perf.md). So a step of at
-  // most kHostSamplingMaxTruncatingRows rows that has one is left to the host.
+  // Top-k / top-p rows cost the sampling kernel ~0.55 ms per step up to ~64 rows (one SM per row,
+  // radix passes over the vocabulary); the host needs ~0.2 ms per such row (docs/perf.md). A step
+  // of at most kHostSamplingMaxTruncatingRows rows with one is left to the host, unless the
+  // compact pass applies (every row with a top-k of at most 256 and no logprobs: ~0.11 ms).
   static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
-  bool samplesStep(int64_t rows, int64_t truncating_rows) const override {
-    return use_sampling_ && (truncating_rows == 0 || rows > kHostSamplingMaxTruncatingRows);
-  }
+  bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
                     std::span<const int32_t> masked, std::span<RowSample> out) override;
 
@@ -220,6 +219,7 @@ class CudaBackend final : public Backend {
   Buffer sample_in_;         // sampleRows: rows, penalty tokens and masked ids on the device
   Buffer sample_in_host_[2];   // pinned: the same, packed on the host (by result slot)
   Buffer sample_out_[2];       // sampleRows: RowSample per row on the device (by result slot)
+  Buffer sample_compact_;      // sampleRows: the compact pass's candidates (few rows, small top-k)
   Buffer sample_out_host_[2];  // pinned: the same on their way to the caller
 
   // Step metadata: packed on the host (pinned), uploaded in one copy.
@@ -273,6 +273,7 @@ class CudaBackend final : public Backend {
   bool use_flash_ = true;
   bool use_mma_decode_ = true;
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)
+  bool use_compact_sampling_ = true;  // sampleRows' compact pass for few rows with a small top-k
   int split_waves_ = 2;  // decode attention: key splits until about this many CTAs per SM
   // Inputs of the products (normed rows, SiLU·mul, attention output) in bf16 when the weights are bf16.
   DType activation_dtype_ = DType::kF32;

@@ -14,6 +14,16 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
+bool CudaBackend::samplesRows(std::span<const RowSampling> rows, int64_t vocab) const {
+  if (!use_sampling_) return false;
+  if (static_cast<int64_t>(rows.size()) > kHostSamplingMaxTruncatingRows) return true;
+  const bool truncating = std::any_of(rows.begin(), rows.end(), [&](const RowSampling& r) {
+    return !r.greedy && ((r.top_k > 0 && r.top_k < vocab) || r.top_p < 1.0f);
+  });
+  return !truncating ||
+         (use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), static_cast<int64_t>(rows.size()), vocab));
+}
+
 Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> rows,
                                std::span<const PenaltyToken> penalties, std::span<const int32_t> masked,
                                std::span<RowSample> out) {
@@ -62,6 +72,8 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
   if (!reserve(sample_in_, in_bytes, /*used_by_graphs=*/false) ||
       !reserve(sample_out_[slot], out_bytes, /*used_by_graphs=*/false))
     return error_;
+  const bool compact = use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), n, vocab);
+  if (compact && !reserve(sample_compact_, cuda::sampleCompactBytes(n), /*used_by_graphs=*/false)) return error_;
   if (n > 0) {
     char* host = static_cast<char*>(sample_in_host_[slot].ptr);
     std::memcpy(host, rows.data(), rows_bytes);
@@ -76,7 +88,8 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
                                                   reinterpret_cast<const RowSampling*>(dev),
                                                   reinterpret_cast<const PenaltyToken*>(dev + pen_off),
                                                   reinterpret_cast<const int32_t*>(dev + mask_off),
-                                                  static_cast<RowSample*>(sample_out_[slot].ptr), stream_));
+                                                  static_cast<RowSample*>(sample_out_[slot].ptr),
+                                                  compact ? sample_compact_.ptr : nullptr, stream_));
     }
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sample_out_host_[slot].ptr, sample_out_[slot].ptr,
                                                rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost, stream_));

@@ -40,6 +40,24 @@ constexpr float kFixedScale = 0x1p40f;  // probability 1 (the top token) = 2^40
 constexpr int kMaxCandidates = kThreads;  // the candidate path's set: one token per thread
 using u64 = unsigned long long;
 
+// The compact pass for a few rows with a small top-k (one CTA per row would stream the
+// vocabulary ~7 times on one SM): kCompactCtas CTAs per row each keep their slice's top-k, and
+// the row's CTA samples from the union (at most kCompactCap tokens) instead of the vocabulary.
+constexpr int kCompactCtas = kWarps;  // (the sampling CTA keeps the slice offsets in warp_i32)
+constexpr int kCompactMaxK = 256;
+constexpr int kCompactCap = kCompactCtas * kCompactMaxK;
+constexpr int64_t kCompactMaxRows = 16;
+
+// Where the compact pass leaves each slice's candidates (in id order) and the row's union.
+struct CompactView {
+  float* seg_val;      // [rows][kCompactCtas][kCompactMaxK]
+  int32_t* seg_id;
+  int32_t* seg_count;  // [rows][kCompactCtas]
+  int32_t* seg_bad;    // [rows][kCompactCtas]: the slice holds a NaN or +inf
+  float* row_val;      // [rows][kCompactCap]
+  int32_t* row_id;
+};
+
 // fastExp of src/sampling/kernels.h (Cephes expf), the same operations in the same
 // order with explicit rounding (no FMA contraction): bit-identical results.
 __device__ __forceinline__ float fastExpDev(float x) {
@@ -341,6 +359,35 @@ __device__ u64 topPTarget(float top_p, u64 mass) {
   return t < 1.0 ? 1ull : static_cast<u64>(t);
 }
 
+// Sorts the first n (<= kMaxCandidates) candidates in shared memory by id: a bitonic sort over
+// the next power of two (empty slots sort last).
+__device__ void sortCandidatesById(int n, Shared& sh) {
+  const int j = threadIdx.x;
+  int width = 1;
+  while (width < n) width <<= 1;
+  if (j >= n && j < width) {
+    sh.cand_id[j] = 0x7fffffff;
+    sh.cand_val[j] = -INFINITY;
+  }
+  __syncthreads();
+  for (int size = 2; size <= width; size <<= 1) {
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      const int partner = j ^ stride;
+      if (j < width && partner > j) {
+        const int32_t a = sh.cand_id[j], b = sh.cand_id[partner];
+        if ((a > b) == ((j & size) == 0)) {
+          sh.cand_id[j] = b;
+          sh.cand_id[partner] = a;
+          const float t = sh.cand_val[j];
+          sh.cand_val[j] = sh.cand_val[partner];
+          sh.cand_val[partner] = t;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
 // The candidate path of a truncated draw: when the top-k set has at most kMaxCandidates tokens,
 // or a top-p cut falls within the first kMaxCandidates tokens (usual for LLM logits), the cut and
 // the draw need only those tokens. They are gathered into shared memory once and sorted by id;
@@ -372,30 +419,7 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   __syncthreads();
   const int n = sh.cand_count;
   if (n > kMaxCandidates || n == 0) return -2;  // (cannot happen: the cut keeps min(k, vocab) tokens)
-  // Bitonic sort by id over the next power of two (empty slots sort last).
-  int width = 1;
-  while (width < n) width <<= 1;
-  if (j >= n && j < width) {
-    sh.cand_id[j] = 0x7fffffff;
-    sh.cand_val[j] = -INFINITY;
-  }
-  __syncthreads();
-  for (int size = 2; size <= width; size <<= 1) {
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      const int partner = j ^ stride;
-      if (j < width && partner > j) {
-        const int32_t a = sh.cand_id[j], b = sh.cand_id[partner];
-        if ((a > b) == ((j & size) == 0)) {
-          sh.cand_id[j] = b;
-          sh.cand_id[partner] = a;
-          const float t = sh.cand_val[j];
-          sh.cand_val[j] = sh.cand_val[partner];
-          sh.cand_val[partner] = t;
-        }
-      }
-      __syncthreads();
-    }
-  }
+  sortCandidatesById(n, sh);
   const bool valid = j < n;
   const float v = valid ? sh.cand_val[j] : 0.0f;
   const uint32_t key = valid ? orderKey(v) : 0xffffffffu;
@@ -442,15 +466,9 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   return sh.cand_id[slot];
 }
 
-__global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t ld, int64_t vocab,
-                                                         const RowSampling* params, const PenaltyToken* penalties,
-                                                         const int32_t* masked, RowSample* out) {
-  __shared__ Shared sh;
-  const RowSampling p = params[blockIdx.x];
-  float* x = logits + blockIdx.x * ld;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-
-  // 1-2. Penalties, then the min_tokens mask (the listed tokens are distinct).
+// Penalties, then the min_tokens mask (the listed tokens are distinct), in place.
+__device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vocab, const PenaltyToken* penalties,
+                                      const int32_t* masked) {
   for (int32_t j = threadIdx.x; j < p.penalty_count; j += kThreads) {
     const PenaltyToken t = penalties[p.penalty_begin + j];
     if (t.token < 0 || t.token >= vocab) continue;
@@ -468,11 +486,107 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     if (id >= 0 && id < vocab) x[id] = -INFINITY;
   }
   __syncthreads();
+}
+
+// The compact pass, part 1 (one CTA per row): penalties and masks in place.
+__global__ void __launch_bounds__(kThreads) prepareKernel(float* logits, int64_t ld, int64_t vocab,
+                                                          const RowSampling* params, const PenaltyToken* penalties,
+                                                          const int32_t* masked) {
+  applyPenaltiesAndMask(params[blockIdx.x], logits + blockIdx.x * ld, vocab, penalties, masked);
+}
+
+// The compact pass, part 2 (grid kCompactCtas x rows): slice blockIdx.x of row blockIdx.y keeps its
+// top-k tokens (logit desc, id asc), sorted by id, and says whether it saw a NaN or +inf.
+__global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, int64_t ld, int64_t vocab,
+                                                          const RowSampling* params, CompactView cv) {
+  __shared__ Shared sh;
+  const int64_t row = blockIdx.y, g = blockIdx.x;
+  const int32_t k = params[row].top_k;
+  const int64_t per = (vocab + kCompactCtas - 1) / kCompactCtas;
+  const int64_t begin = min(vocab, g * per), len = min(vocab, begin + per) - begin;
+  const Row slice{logits + row * ld + begin, len, 0.0f, 1.0f};
+  int32_t bad = 0;
+  forEachValue(slice.x, len, [&](int64_t, float v) { bad |= !(v < INFINITY); });
+  bad = blockSum(bad, sh);
+  const Cut cut = len > k ? selectCut(slice, Cut{}, false, static_cast<u64>(k), sh) : Cut{};
+  if (threadIdx.x == 0) sh.cand_count = 0;
+  __syncthreads();
+  forEachValue(slice.x, len, [&](int64_t i, float v) {
+    if (!cut.keeps(orderKey(v), i)) return;
+    const int slot = atomicAdd(&sh.cand_count, 1);
+    if (slot < kCompactMaxK) {
+      sh.cand_id[slot] = static_cast<int32_t>(i);
+      sh.cand_val[slot] = v;
+    }
+  });
+  __syncthreads();
+  const int n = min(sh.cand_count, kCompactMaxK);  // (the cut keeps min(k, len) tokens)
+  sortCandidatesById(n, sh);
+  const int64_t seg = (row * kCompactCtas + g) * kCompactMaxK;
+  for (int j = threadIdx.x; j < n; j += kThreads) {
+    cv.seg_val[seg + j] = sh.cand_val[j];
+    cv.seg_id[seg + j] = static_cast<int32_t>(begin) + sh.cand_id[j];
+  }
+  if (threadIdx.x == 0) {
+    cv.seg_count[row * kCompactCtas + g] = n;
+    cv.seg_bad[row * kCompactCtas + g] = bad != 0;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t ld, int64_t vocab,
+                                                         const RowSampling* params, const PenaltyToken* penalties,
+                                                         const int32_t* masked, RowSample* out, CompactView cv,
+                                                         bool use_compact) {
+  __shared__ Shared sh;
+  const RowSampling p = params[blockIdx.x];
+  float* x = logits + blockIdx.x * ld;
+  const CompactView* compact = use_compact ? &cv : nullptr;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+
+  // 1-2. Penalties, then the min_tokens mask (done by the compact pass when there is one).
+  if (compact == nullptr) applyPenaltiesAndMask(p, x, vocab, penalties, masked);
+
+  // The compact pass (small batches with a small top-k): the union of every slice's top-k holds
+  // the row's top-k, its max and everything the draw reads; work on it, in id order, unless a
+  // slice saw a NaN / +inf (then the full row reports it).
+  const int32_t* ids = nullptr;
+  const float* xs = x;
+  int64_t n = vocab;
+  if (compact != nullptr) {
+    const int32_t* counts = compact->seg_count + blockIdx.x * kCompactCtas;
+    if (threadIdx.x == 0) {
+      int32_t off = 0, any_bad = 0;
+      for (int g = 0; g < kCompactCtas; ++g) {
+        sh.warp_i32[g] = off;
+        off += counts[g];
+        any_bad |= compact->seg_bad[blockIdx.x * kCompactCtas + g];
+      }
+      sh.result = any_bad ? -1 : off;
+    }
+    __syncthreads();
+    const int32_t total = sh.result;
+    if (total >= 0) {
+      float* row_val = compact->row_val + static_cast<int64_t>(blockIdx.x) * kCompactCap;
+      int32_t* row_id = compact->row_id + static_cast<int64_t>(blockIdx.x) * kCompactCap;
+      for (int g = 0; g < kCompactCtas; ++g) {
+        const int64_t seg = (static_cast<int64_t>(blockIdx.x) * kCompactCtas + g) * kCompactMaxK;
+        for (int32_t j = threadIdx.x; j < counts[g]; j += kThreads) {
+          row_val[sh.warp_i32[g] + j] = compact->seg_val[seg + j];
+          row_id[sh.warp_i32[g] + j] = compact->seg_id[seg + j];
+        }
+      }
+      __syncthreads();  // (makes the block's global writes visible to the block)
+      xs = row_val;
+      ids = row_id;
+      n = total;
+    }
+    __syncthreads();
+  }
 
   // Max (first index of it) and the first NaN / +inf.
   float best = -INFINITY;
   int32_t best_i = 0x7fffffff, bad = 0x7fffffff;
-  forEachValue(x, vocab, [&](int64_t i, float v) {
+  forEachValue(xs, n, [&](int64_t i, float v) {
     if (!(v < INFINITY) && i < bad) bad = static_cast<int32_t>(i);
     if (v > best) {  // strided ascending: the first of equal values stays
       best = v;
@@ -517,18 +631,18 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
       o.token = -1;
       o.error = bad != 0x7fffffff ? RowSample::kBadValue : RowSample::kAllMasked;
       o.bad_index = bad != 0x7fffffff ? bad : -1;
-      o.bad_value = bad != 0x7fffffff ? x[bad] : 0.0f;
+      o.bad_value = bad != 0x7fffffff ? xs[bad] : 0.0f;
       o.num_top = 0;
     }
     return;
   }
 
-  Row row{x, vocab, best, 1.0f};
+  Row row{xs, n, best, 1.0f};
   int32_t token = best_i;
   if (!p.greedy) {
     row.inv_t = __fdiv_rn(1.0f, p.temperature);
     Cut cut;
-    const bool top_k = p.top_k > 0 && p.top_k < vocab;
+    const bool top_k = p.top_k > 0 && p.top_k < n;
     if (top_k) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
     const bool small_k = top_k && p.top_k <= kMaxCandidates, top_p = p.top_p < 1.0f;
     // Top-p's reference mass over the kept set: one pass, shared by both paths (a small top-k
@@ -546,9 +660,9 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
       const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
       const double u = philoxUniform(p.seed, p.step, p.sample_index);
       const int64_t t = firstReaching<double, true>(
-          vocab,
+          n,
           [&](int64_t i) -> double {
-            const float v = x[i];
+            const float v = xs[i];
             if (!cut.keeps(orderKey(v), i)) return 0.0;
             const float q = row.prob(v);
             return q >= min_prob ? static_cast<double>(q) : 0.0;
@@ -562,10 +676,10 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   int32_t num_top = 0;
   float log_z = 0.0f;
   if (p.num_logprobs >= 0) {
-    const float chosen = x[token];
+    const float chosen = xs[token];
     double z = 0.0;
     int32_t greater = 0;
-    forEachValue(x, vocab, [&](int64_t, float v) {
+    forEachValue(xs, n, [&](int64_t, float v) {
       z += fastExpDev(__fsub_rn(v, best));
       greater += v > chosen;
     });
@@ -577,13 +691,13 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
       o.rank = greater + 1;
     }
     num_top = min(p.num_logprobs, static_cast<int32_t>(RowSample::kMaxTop));
-    if (vocab < num_top) num_top = static_cast<int32_t>(vocab);
+    if (n < num_top) num_top = static_cast<int32_t>(n);
     if (num_top > 0) {
-      const Row raw{x, vocab, best, 1.0f};
+      const Row raw{xs, n, best, 1.0f};
       const Cut top = selectCut(raw, Cut{}, false, static_cast<u64>(num_top), sh);
       if (threadIdx.x == 0) sh.top_count = 0;
       __syncthreads();
-      forEachValue(x, vocab, [&](int64_t i, float v) {
+      forEachValue(xs, n, [&](int64_t i, float v) {
         if (top.keeps(orderKey(v), i)) {
           const int slot = atomicAdd(&sh.top_count, 1);
           if (slot < RowSample::kMaxTop) {
@@ -608,7 +722,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
           sh.top_id[b] = id;
         }
         for (int a = 0; a < n; ++a) {
-          o.top_ids[a] = sh.top_id[a];
+          o.top_ids[a] = ids != nullptr ? ids[sh.top_id[a]] : sh.top_id[a];
           o.top_logprobs[a] = __fsub_rn(__fsub_rn(sh.top_val[a], best), log_z);
         }
         num_top = n;
@@ -616,7 +730,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     }
   }
   if (threadIdx.x == 0) {
-    o.token = token;
+    o.token = ids != nullptr ? ids[token] : token;
     o.error = RowSample::kOk;
     o.bad_index = -1;
     o.num_top = num_top;
@@ -625,11 +739,40 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
 
 }  // namespace
 
+bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab) {
+  if (n < 1 || n > kCompactMaxRows || vocab < kCompactCtas) return false;
+  for (int64_t r = 0; r < n; ++r) {
+    const RowSampling& p = rows[r];
+    if (p.greedy || p.top_k < 1 || p.top_k > kCompactMaxK || p.top_k >= vocab || p.num_logprobs >= 0) return false;
+  }
+  return true;
+}
+
+size_t sampleCompactBytes(int64_t rows) {
+  const size_t segs = static_cast<size_t>(rows) * kCompactCtas;
+  return segs * kCompactMaxK * 8 + segs * 8 + static_cast<size_t>(rows) * kCompactCap * 8;
+}
+
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
-                       const PenaltyToken* penalties, const int32_t* masked, RowSample* out, cudaStream_t stream) {
+                       const PenaltyToken* penalties, const int32_t* masked, RowSample* out, void* compact_ws,
+                       cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
+  CompactView cv{};
+  if (compact_ws != nullptr) {
+    const size_t segs = static_cast<size_t>(rows) * kCompactCtas;
+    char* w = static_cast<char*>(compact_ws);
+    cv.seg_val = reinterpret_cast<float*>(w);
+    cv.seg_id = reinterpret_cast<int32_t*>(w + segs * kCompactMaxK * 4);
+    cv.seg_count = reinterpret_cast<int32_t*>(w + segs * kCompactMaxK * 8);
+    cv.seg_bad = cv.seg_count + segs;
+    cv.row_val = reinterpret_cast<float*>(w + segs * kCompactMaxK * 8 + segs * 8);
+    cv.row_id = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(cv.row_val) + static_cast<size_t>(rows) * kCompactCap * 4);
+    prepareKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked);
+    compactKernel<<<dim3(kCompactCtas, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, ld, vocab, params,
+                                                                                             cv);
+  }
   sampleKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked,
-                                                                    out);
+                                                                    out, cv, compact_ws != nullptr);
   return cudaGetLastError();
 }
 
