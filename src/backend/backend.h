@@ -210,7 +210,7 @@ class Backend {
   // Whether argmaxRows runs on the backend (saves copying logits to the host).
   virtual bool hasArgmax() const { return false; }
   // out[r] = argmax of logits row r (ties: the lowest id), or -1 where the row holds a NaN
-  // or +inf (the host sampler then reports it). Waits until the ids are on the host.
+  // or +inf or nothing finite (the host sampler then reports it). Waits until the ids are on the host.
   virtual Status argmaxRows(const TensorView& logits, int32_t* out) {
     (void)logits;
     (void)out;

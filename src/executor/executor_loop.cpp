@@ -314,8 +314,7 @@ int32_t Executor::Impl::handleOldestStep() {
     }
     // Generated so far, this token included and the later steps' pending ones not.
     const int64_t generated = s.sampling.numGenerated() - s.pending;
-    FinishReason fr = checkStopToken(tok, generated, r.req.sampling_params, engine->eosIds());
-    if (fr == FinishReason::kNone) fr = checkLength(generated, r.req.sampling_params);
+    FinishReason fr = checkFinish(tok, generated, r.req.sampling_params, engine->eosIds());
     const int64_t known = static_cast<int64_t>(s.tokens.size()) - s.pending;  // without later placeholders
     if (fr == FinishReason::kNone && known >= engine->maxSeqLen()) fr = FinishReason::kLength;
     OutputTracker::Update u = s.tracker->onToken(tok, fr);

@@ -59,7 +59,7 @@ Result<std::vector<StepSequenceResult>> ModelRunner::collect() {
     if (l.sample_row[i] < 0) continue;
     const int32_t token = collected_ids_[static_cast<size_t>(l.sample_row[i])];
     if (token < 0) {
-      out[i].error = internalError("sampling: the logits hold NaN or +inf");
+      out[i].error = internalError("sampling: the logits row holds NaN or +inf, or nothing finite");
       continue;
     }
     out[i].sampled = true;

@@ -19,11 +19,16 @@ FinishReason checkLength(int64_t num_generated, const SamplingParams& params) {
   return num_generated >= params.max_tokens ? FinishReason::kLength : FinishReason::kNone;
 }
 
+FinishReason checkFinish(int32_t token, int64_t num_generated, const SamplingParams& params,
+                         std::span<const int32_t> eos_ids) {
+  const FinishReason r = checkStopToken(token, num_generated, params, eos_ids);
+  if (r != FinishReason::kNone) return r;
+  return checkLength(num_generated, params);
+}
+
 FinishReason checkFinish(int32_t token, const SequenceSamplingState& state, const SamplingParams& params,
                          std::span<const int32_t> eos_ids) {
-  const FinishReason r = checkStopToken(token, state.numGenerated(), params, eos_ids);
-  if (r != FinishReason::kNone) return r;
-  return checkLength(state.numGenerated(), params);
+  return checkFinish(token, state.numGenerated(), params, eos_ids);
 }
 
 }  // namespace llmrt

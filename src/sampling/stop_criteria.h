@@ -24,5 +24,8 @@ FinishReason checkLength(int64_t num_generated, const SamplingParams& params);
 // sampled at the last allowed step reports kStop (as vLLM does).
 FinishReason checkFinish(int32_t token, const SequenceSamplingState& state, const SamplingParams& params,
                          std::span<const int32_t> eos_ids);
+// The same with the count given (overlapped steps: the state already counts later tokens).
+FinishReason checkFinish(int32_t token, int64_t num_generated, const SamplingParams& params,
+                         std::span<const int32_t> eos_ids);
 
 }  // namespace llmrt

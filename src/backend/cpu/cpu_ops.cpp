@@ -52,7 +52,8 @@ Result<uint64_t> CpuBackend::argmaxRowsAsync(const TensorView& logits) {
         }
         if (x[i] > x[best]) best = static_cast<int32_t>(i);  // ties: the lowest id
       }
-      out[static_cast<size_t>(r)] = bad || vocab == 0 ? -1 : best;
+      // (as the CUDA kernel: -1 also when nothing is finite; the host sampler then reports it)
+      out[static_cast<size_t>(r)] = bad || vocab == 0 || x[best] == -std::numeric_limits<float>::infinity() ? -1 : best;
     }
   });
   return argmax_tickets_++;

@@ -342,10 +342,14 @@ Result<uint64_t> CudaBackend::argmaxRowsAsync(const TensorView& logits) {
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_[slot].ptr, argmax_[slot].ptr,
                                                static_cast<size_t>(rows) * 4, cudaMemcpyDeviceToHost, stream_));
   }
+  return publishResult(slot, rows, false);
+}
+
+Result<uint64_t> CudaBackend::publishResult(int slot, int64_t rows, bool samples) {
   LLMRT_RETURN_IF_ERROR(closeStepTiming());
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(result_ready_[slot], stream_));
   result_rows_[slot] = rows;
-  result_samples_[slot] = false;
+  result_samples_[slot] = samples;
   return result_tickets_++;
 }
 

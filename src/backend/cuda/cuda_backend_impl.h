@@ -214,6 +214,9 @@ class CudaBackend final : public Backend {
   int64_t result_rows_[2] = {0, 0};
   bool result_samples_[2] = {false, false};  // the slot holds RowSamples (else argmax ids)
   uint64_t result_tickets_ = 0;  // results so far (the latest ticket is this - 1)
+  // Ends a step's results in `slot` (its copy to the host enqueued): closes the step's timing,
+  // records the slot's event and returns the ticket.
+  Result<uint64_t> publishResult(int slot, int64_t rows, bool samples);
   // Waits for the slot of `ticket` (one of the two most recent, of kind `samples`).
   Result<int> waitResult(uint64_t ticket, bool samples);
   Buffer sample_in_;         // sampleRows: rows, penalty tokens and masked ids on the device

@@ -94,9 +94,10 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   const size_t o_fed = pk.add<FedToken>(step_.fed.size());  // read only by the feed kernel below
   const size_t bytes = pk.size();
   static_assert(sizeof(FedToken) == sizeof(int2));
-  const int fed_slot = static_cast<int>((result_tickets_ + 1) % 2);  // the latest argmax or sampling result
+  int fed_slot = 0;  // the latest argmax or sampling result
   if (!step_.fed.empty()) {
     if (result_tickets_ == 0) return failedPrecondition("beginStep: fed tokens but no earlier step result");
+    fed_slot = static_cast<int>((result_tickets_ - 1) % 2);
     for (const FedToken& f : step_.fed)
       if (f.src >= result_rows_[fed_slot])
         return invalidArgument("beginStep: fed token source " + std::to_string(f.src) + " outside the previous " +

@@ -94,11 +94,7 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sample_out_host_[slot].ptr, sample_out_[slot].ptr,
                                                rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost, stream_));
   }
-  LLMRT_RETURN_IF_ERROR(closeStepTiming());
-  LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(result_ready_[slot], stream_));
-  result_rows_[slot] = n;
-  result_samples_[slot] = true;
-  return result_tickets_++;
+  return publishResult(slot, n, true);
 }
 
 Status CudaBackend::waitSamples(uint64_t ticket, std::span<RowSample> out) {

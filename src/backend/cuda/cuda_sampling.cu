@@ -388,6 +388,25 @@ __device__ void sortCandidatesById(int n, Shared& sh) {
   }
 }
 
+// Gathers the tokens `cut` keeps into sh.cand_id / cand_val (at most `cap` <= kMaxCandidates of
+// them) and sorts them by id; returns how many the cut keeps (more than `cap`: not sorted).
+__device__ int gatherById(const Row& row, const Cut& cut, int cap, Shared& sh) {
+  if (threadIdx.x == 0) sh.cand_count = 0;
+  __syncthreads();
+  forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
+    if (!cut.keeps(orderKey(v), i)) return;
+    const int slot = atomicAdd(&sh.cand_count, 1);
+    if (slot < cap) {
+      sh.cand_id[slot] = static_cast<int32_t>(i);
+      sh.cand_val[slot] = v;
+    }
+  });
+  __syncthreads();
+  const int n = sh.cand_count;
+  if (n <= cap) sortCandidatesById(n, sh);
+  return n;
+}
+
 // The candidate path of a truncated draw: when the top-k set has at most kMaxCandidates tokens,
 // or a top-p cut falls within the first kMaxCandidates tokens (usual for LLM logits), the cut and
 // the draw need only those tokens. They are gathered into shared memory once and sorted by id;
@@ -406,20 +425,8 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   u64 mass = kept_mass;  // fixed-point mass of the kept set (top-p's reference)
   if (!small_k && row.vocab > kMaxCandidates)
     cand = selectCut(row, Cut{}, false, static_cast<u64>(kMaxCandidates), sh);
-  if (j == 0) sh.cand_count = 0;
-  __syncthreads();
-  forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
-    if (!cand.keeps(orderKey(v), i)) return;
-    const int slot = atomicAdd(&sh.cand_count, 1);
-    if (slot < kMaxCandidates) {
-      sh.cand_id[slot] = static_cast<int32_t>(i);
-      sh.cand_val[slot] = v;
-    }
-  });
-  __syncthreads();
-  const int n = sh.cand_count;
+  const int n = gatherById(row, cand, kMaxCandidates, sh);
   if (n > kMaxCandidates || n == 0) return -2;  // (cannot happen: the cut keeps min(k, vocab) tokens)
-  sortCandidatesById(n, sh);
   const bool valid = j < n;
   const float v = valid ? sh.cand_val[j] : 0.0f;
   const uint32_t key = valid ? orderKey(v) : 0xffffffffu;
@@ -509,19 +516,7 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
   forEachValue(slice.x, len, [&](int64_t, float v) { bad |= !(v < INFINITY); });
   bad = blockSum(bad, sh);
   const Cut cut = len > k ? selectCut(slice, Cut{}, false, static_cast<u64>(k), sh) : Cut{};
-  if (threadIdx.x == 0) sh.cand_count = 0;
-  __syncthreads();
-  forEachValue(slice.x, len, [&](int64_t i, float v) {
-    if (!cut.keeps(orderKey(v), i)) return;
-    const int slot = atomicAdd(&sh.cand_count, 1);
-    if (slot < kCompactMaxK) {
-      sh.cand_id[slot] = static_cast<int32_t>(i);
-      sh.cand_val[slot] = v;
-    }
-  });
-  __syncthreads();
-  const int n = min(sh.cand_count, kCompactMaxK);  // (the cut keeps min(k, len) tokens)
-  sortCandidatesById(n, sh);
+  const int n = min(gatherById(slice, cut, kCompactMaxK, sh), kCompactMaxK);  // (the cut keeps min(k, len))
   const int64_t seg = (row * kCompactCtas + g) * kCompactMaxK;
   for (int j = threadIdx.x; j < n; j += kThreads) {
     cv.seg_val[seg + j] = sh.cand_val[j];
