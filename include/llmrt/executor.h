@@ -36,7 +36,7 @@ using RequestId = uint64_t;
 struct ExecutorConfig {
   std::string model;            // HF model directory
   std::string backend = "cpu";  // "cpu" | "cuda" (builds with the CUDA backend)
-  std::string dtype = "auto";   // "auto" | "bfloat16" (cuda) | "float32" (see EngineOptions)
+  std::string dtype = "auto";   // "auto" | "bfloat16" | "float16" (cuda) | "float32" (see EngineOptions)
   KvCacheConfig kv_cache_config;
   SchedulerConfig scheduler_config;
   int32_t max_batch_size = 256;   // sequences in flight (holding KV) at once

@@ -54,9 +54,10 @@ struct KvCacheConfig {
   // least this are offloaded to the secondary pool instead of dropped. In [1, 100].
   int32_t secondary_offload_min_priority = kDefaultRetentionPriority;
 
-  // Element type of the cached K/V: "auto" (the compute dtype: bfloat16 with bf16 weights on the
-  // GPU, float32 otherwise), "float32" (twice the memory of bf16, K/V not rounded: the most
-  // accurate attention with bf16 weights), or "bfloat16" (GPU with bf16 weights only).
+  // Element type of the cached K/V: "auto" (the compute dtype: bfloat16 / float16 with 16-bit
+  // weights on the GPU, float32 otherwise), "float32" (twice the memory of a 16-bit cache, K/V
+  // not rounded: the most accurate attention with 16-bit weights; the activations stay float32
+  // too), or "bfloat16" / "float16" (GPU with 16-bit weights only; either with either weights).
   std::string dtype = "auto";
 
   // Capacity of the KV cache event buffer (events beyond it drop the oldest);

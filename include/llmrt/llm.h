@@ -41,7 +41,7 @@ struct LlmArgs {
   int64_t max_input_len = 0;         // longest prompt; 0 = max_seq_len - 1
   int64_t max_seq_len = 0;           // prompt + generated tokens; 0 = the model's max_position_embeddings
   std::string backend = "cpu";       // "cpu" | "cuda" (builds with the CUDA backend)
-  std::string dtype = "auto";        // "auto" | "bfloat16" (cuda) | "float32" (cuda: matches the CPU backend)
+  std::string dtype = "auto";        // "auto" | "bfloat16" | "float16" (cuda) | "float32" (cuda: matches the CPU backend)
   int num_threads = 0;               // CPU backend threads; 0 = all cores
   std::string overlap = "auto";      // overlap scheduling: "auto" (on with CUDA) | "on" | "off" (ExecutorConfig::overlap)
 };

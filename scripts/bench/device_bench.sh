@@ -19,6 +19,7 @@
 #   SKIP_HF=1                 gpu_reference.py without HF transformers (copy + GEMM only)
 #   SKIP_LONG=1               skip throughput 256 x 1000/1000
 #   ABLATE [0]                1 = "graphs gemv flash", or a list of LLMRT_CUDA_DISABLE switches to compare
+#                             (also: waves<N>; fp16 = the main steps with --dtype float16)
 #                             (and "overlap": the same steps with --overlap off)
 #                             (mmadecode: decode at prompt 2048 and 256 x 1000/1000 on the CUDA-core kernel)
 #                             (waves<N>: decode at prompt 2048 with LLMRT_CUDA_SPLIT_WAVES=N)
@@ -200,6 +201,15 @@ else
         [[ ${SKIP_LONG:-0} != 1 ]] && bench throughput_256x1000x1000_nooverlap "${T_TP_LONG:-300}" throughput \
           --num-requests 256 --input-len 1000 --output-len 1000 --max-batch-size "$tp_batch" \
           --max-num-tokens "$tp_tokens" --overlap off
+        ;;
+      fp16)  # the same checkpoint computed in fp16 (--dtype float16: fp16 weights, products and cache)
+        bench latency_128_128_fp16 "${T_LAT:-120}" latency --input-len 128 --output-len 128 --warmup 2 --iters 3 \
+          --dtype float16
+        bench latency_2048_128_fp16 "${T_LAT:-120}" latency --input-len 2048 --output-len 128 --warmup 2 \
+          --iters 3 --dtype float16
+        bench prefill_2048_fp16 "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 --iters 3 --dtype float16
+        bench throughput_512x128x128_fp16 "${T_TP:-180}" throughput --num-requests 512 --input-len 128 \
+          --output-len 128 --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens" --dtype float16
         ;;
       waves[0-9]*)  # decode attention key splits aimed at N CTAs per SM instead of the default
         LLMRT_CUDA_SPLIT_WAVES=${off#waves} bench "latency_2048_128_$off" "${T_LAT:-120}" latency --input-len 2048 \

@@ -25,7 +25,7 @@ echo "device_sampling_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED
 
 echo "== executor proofs on the GPU (policies, chunking, reuse, offload, cancellation, soak)"
 # The CPU's executor tests, with the engine on the CUDA backend (tests/executor/executor_test_util.h).
-for dt in float32 bfloat16; do
+for dt in float32 bfloat16 float16; do
   LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=$dt $C/executor_tests > "$OUT/executor_$dt.log" 2>&1
   echo "executor_tests cuda $dt rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_$dt.log" | head -20
 done
@@ -43,7 +43,7 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 
 SAN=${SAN:-/usr/local/cuda/bin/compute-sanitizer}
 if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   echo "== compute-sanitizer memcheck"
-  for dt in float32 bfloat16; do
+  for dt in float32 bfloat16 float16; do
     timeout 240 $SAN --tool memcheck --leak-check full --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
       --prompt "Once upon a time" --max-tokens 24 --backend cuda --dtype $dt --temperature 0 --overlap on \
       > "$OUT/memcheck_$dt.log" 2>&1
@@ -54,8 +54,8 @@ if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
     --prompt "Once upon a time" --max-tokens 24 --backend cuda --tokens-per-block 16 --kv-cache-max-tokens 2048 \
     --max-num-tokens 3 > "$OUT/memcheck_small_steps.log" 2>&1
   echo "memcheck generate small steps rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck_small_steps.log"
-  timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16' > "$OUT/memcheck_ops.log" 2>&1
-  echo "memcheck ops(bf16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
+  timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16:*/fp16:*/bf16_weights_fp16_kv' > "$OUT/memcheck_ops.log" 2>&1
+  echo "memcheck ops(bf16, fp16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/device_sampling_test \
     --gtest_filter='*Penalties*/cuda:*BadRows*/cuda:*ManySeeds*/cuda' > "$OUT/memcheck_sampling.log" 2>&1
   echo "memcheck sampling rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_sampling.log" | head

@@ -15,7 +15,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_common import Criterion, bf16_weight_reference, hf_bf16_logits, run_generate  # noqa: E402
+from e2e_common import (Criterion, bf16_rounded_checkpoint, bf16_weight_reference, hf_bf16_logits,  # noqa: E402
+                        run_generate)
 
 LLMRT = sys.argv[1]
 GOLDEN = sys.argv[2]
@@ -107,6 +108,36 @@ for name in sorted(os.listdir(GOLDEN)):
 if accurate.positions:
     check("golden/bf16-criterion-kv-float32", accurate.met(),
           "bf16 weights with --kv-cache-dtype float32: " + accurate.summary())
+
+# The criterion with the same bf16 weights computed in fp16 (--dtype float16: fp16 product inputs
+# and KV cache, 8x finer rounding than bf16, at the bf16 mode's speed): the checkpoint's matrices
+# rounded to bf16 and converted exactly to fp16. And, for information, bf16 weights with an fp16
+# cache only (--kv-cache-dtype float16).
+fp16 = Criterion()
+kv16 = Criterion()
+for name in sorted(os.listdir(GOLDEN)):
+    gdir = os.path.join(GOLDEN, name)
+    g = json.load(open(os.path.join(gdir, "golden.json")))
+    for ci, case in enumerate(g["cases"]):
+        ref_b = bf16_weight_reference(gdir, case["prompt_ids"])
+        if ref_b is None:
+            continue
+        dyn = ["--max-seq-len", "128"] if "dynamic" in name else []
+        for crit, model, dtype, flags, tag in [
+                (fp16, bf16_rounded_checkpoint(gdir), "float16", dyn, "cuda-float16-bf16w"),
+                (kv16, gdir, "bfloat16", ["--kv-cache-dtype", "float16"] + dyn, "cuda-bfloat16-kvf16")]:
+            lp = os.path.join("/tmp", f"{name}_{ci}_{tag}.npy")
+            out, err = run(model, case["prompt_ids"], "cuda", dtype, 1, flags, lp)
+            if out is None:
+                check(f"{name}/case{ci}/{tag}", False, "run failed: " + err)
+                continue
+            crit.add(ref_b, np.load(lp))
+if fp16.positions:
+    check("golden/bf16-weights-criterion-fp16", fp16.met(),
+          "bf16 weights computed with --dtype float16: " + fp16.summary())
+if kv16.positions:
+    print("info golden/bf16-weights-kv-float16: bf16 weights and products with --kv-cache-dtype float16: "
+          + kv16.summary(), flush=True)
 
 if hf_criterion.positions:
     print("info golden/bf16-peer: HF transformers in bf16 (SDPA, GPU) against the same reference: "

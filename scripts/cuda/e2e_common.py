@@ -31,6 +31,27 @@ def bf16_weight_reference(gdir, prompt_ids):
         return _bf16_ref_cache[gdir](torch.tensor([prompt_ids])).logits[0].numpy()
 
 
+def bf16_rounded_checkpoint(gdir, out_root="/tmp/llmrt_bf16w"):
+    """A copy of the golden checkpoint whose matrices hold bf16 values (stored as float32; norms
+    and biases untouched): the model bf16_weight_reference() computes. Loading it with
+    `--dtype float16` converts every matrix to fp16 exactly (bf16's 8 significant bits fit in
+    fp16's 11 down to 2^-14), so fp16 arithmetic can be judged against the same reference as the
+    bf16 mode. Returns the directory (made once)."""
+    import shutil
+    import torch
+    from safetensors.torch import load_file, save_file
+    out = os.path.join(out_root, os.path.basename(os.path.normpath(gdir)))
+    if not os.path.exists(os.path.join(out, "model.safetensors")):
+        os.makedirs(out, exist_ok=True)
+        for f in os.listdir(gdir):
+            if f.endswith(".json") and f != "golden.json":
+                shutil.copy(os.path.join(gdir, f), out)
+        t = load_file(os.path.join(gdir, "model.safetensors"))
+        save_file({k: (v.to(torch.bfloat16).float() if v.dim() == 2 else v).contiguous() for k, v in t.items()},
+                  os.path.join(out, "model.safetensors"))
+    return out
+
+
 _hf_bf16_cache = {}
 
 

@@ -36,8 +36,8 @@ Status KvCacheConfig::validate() const {
   if (max_attention_window && *max_attention_window <= 0)
     return fieldError(kWhere, "max_attention_window", std::to_string(*max_attention_window),
                       "> 0 tokens, or unset");
-  if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16")
-    return fieldError(kWhere, "dtype", "\"" + dtype + "\"", "\"auto\", \"float32\" or \"bfloat16\"");
+  if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16" && dtype != "float16")
+    return fieldError(kWhere, "dtype", "\"" + dtype + "\"", "\"auto\", \"float32\", \"bfloat16\" or \"float16\"");
   if (secondary_offload_min_priority < KvCacheRetentionConfig::kMinPriority ||
       secondary_offload_min_priority > KvCacheRetentionConfig::kMaxPriority)
     return fieldError(kWhere, "secondary_offload_min_priority",

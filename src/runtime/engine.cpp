@@ -15,15 +15,18 @@ Status EngineOptions::validate() const {
   if (model_dir.empty()) return fieldError("EngineOptions", "model", "\"\"", "a model directory");
   if (backend != "cpu" && backend != "cuda")
     return fieldError("EngineOptions", "backend", "\"" + backend + "\"", "\"cpu\" or \"cuda\"");
-  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float32")
-    return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"", "\"auto\", \"bfloat16\" or \"float32\"");
-  if (backend == "cpu" && dtype == "bfloat16")
-    return fieldError("EngineOptions", "dtype", "\"bfloat16\"", "\"auto\" or \"float32\" (the CPU backend computes in float32)");
-  if (kv_cache_config.dtype == "bfloat16" && (backend == "cpu" || dtype == "float32"))
-    return fieldError("KvCacheConfig", "dtype", "\"bfloat16\"",
+  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16" && dtype != "float32")
+    return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"",
+                      "\"auto\", \"bfloat16\", \"float16\" or \"float32\"");
+  if (backend == "cpu" && (dtype == "bfloat16" || dtype == "float16"))
+    return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"",
+                      "\"auto\" or \"float32\" (the CPU backend computes in float32)");
+  const std::string& kvd = kv_cache_config.dtype;
+  if ((kvd == "bfloat16" || kvd == "float16") && (backend == "cpu" || dtype == "float32"))
+    return fieldError("KvCacheConfig", "dtype", "\"" + kvd + "\"",
                       "\"auto\" or \"float32\" with " +
                           std::string(backend == "cpu" ? "the CPU backend (it computes in float32)"
-                                                       : "dtype \"float32\" (a bf16 cache needs bf16 weights)"));
+                                                       : "dtype \"float32\" (a 16-bit cache needs 16-bit weights)"));
   if (num_threads < 0) return fieldError("EngineOptions", "num_threads", std::to_string(num_threads), ">= 0");
   if (max_seq_len < 0) return fieldError("EngineOptions", "max_seq_len", std::to_string(max_seq_len), ">= 0");
   if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
@@ -32,6 +35,33 @@ Status EngineOptions::validate() const {
 }
 
 Engine::~Engine() = default;
+
+DType computeDtype(const EngineOptions& options, const WeightStore& weights, const ModelConfig& config) {
+  if (options.backend == "cpu" || options.dtype == "float32") return DType::kF32;
+  if (options.dtype == "bfloat16") return DType::kBF16;
+  if (options.dtype == "float16") return DType::kF16;
+  // "auto": a float16 checkpoint stays float16 (rounding it to bf16 would drop 3 bits of every
+  // weight); bf16 and fp32 checkpoints run in bf16. The checkpoint's dtype is what the config
+  // says, else the floating-point dtype holding most of the weights' bytes.
+  if (config.torch_dtype == "float16") return DType::kF16;
+  if (!config.torch_dtype.empty()) return DType::kBF16;
+  uint64_t f16 = 0, other = 0;
+  for (const WeightEntry& w : weights.entries()) {
+    if (w.dtype == DType::kF16)
+      f16 += w.nbytes;
+    else if (w.dtype == DType::kBF16 || w.dtype == DType::kF32)
+      other += w.nbytes;
+  }
+  return f16 > other ? DType::kF16 : DType::kBF16;
+}
+
+DType kvCacheDtype(const EngineOptions& options, DType compute) {
+  const std::string& d = options.kv_cache_config.dtype;
+  if (compute == DType::kF32 || d == "float32") return DType::kF32;
+  if (d == "bfloat16") return DType::kBF16;
+  if (d == "float16") return DType::kF16;
+  return compute;  // "auto"
+}
 
 namespace {
 
@@ -45,17 +75,17 @@ class BackendMemoryReporter final : public KvMemoryReporter {
   const Backend& b_;
 };
 
-Result<std::unique_ptr<Backend>> createBackend(const EngineOptions& options) {
+Result<std::unique_ptr<Backend>> createBackend(const EngineOptions& options, const WeightStore& weights,
+                                               const ModelConfig& config) {
   if (options.backend == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options.num_threads));
 #if LLMRT_HAVE_CUDA
   CudaBackendOptions co;
-  if (options.dtype == "float32") {
-    co.weight_dtype = DType::kF32;
-    co.kv_dtype = DType::kF32;
-  }
-  if (options.kv_cache_config.dtype == "float32") co.kv_dtype = DType::kF32;
+  co.weight_dtype = computeDtype(options, weights, config);
+  co.kv_dtype = kvCacheDtype(options, co.weight_dtype);
   return createCudaBackend(co);
 #else
+  (void)weights;
+  (void)config;
   return unimplemented("EngineOptions: backend \"cuda\": this build has no CUDA backend "
                        "(configure with -DLLMRT_CUDA=ON where nvcc is installed)");
 #endif
@@ -85,7 +115,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromFile(*e->dir_.tokenizer_json));
   }
 
-  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(options));
+  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(options, e->dir_.weights, cfg));
   const WeightStore* weights = &e->dir_.weights;
   LLMRT_ASSIGN_OR_RETURN(e->model_, LlamaModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
                                                      *e->backend_));

@@ -24,8 +24,10 @@ struct EngineOptions {
   std::string model_dir;
   KvCacheConfig kv_cache_config;
   std::string backend = "cpu";  // "cpu" | "cuda" (when built with LLMRT_CUDA)
-  // Compute dtype of the weights: "auto" (cpu: float32, cuda: bfloat16), "bfloat16" (cuda only),
-  // "float32" (cuda: float32 weights, products and KV cache; agrees with the CPU backend).
+  // Compute dtype of the weights: "auto" (cpu: float32; cuda: float16 for a float16 checkpoint,
+  // else bfloat16), "bfloat16" / "float16" (cuda only: 16-bit weights, product inputs and KV
+  // cache; float16 rounds 8x finer but overflows beyond 65504), "float32" (cuda: float32
+  // weights, products and KV cache; agrees with the CPU backend).
   std::string dtype = "auto";
   int num_threads = 0;          // CPU backend threads; 0 = all cores
   int64_t max_seq_len = 0;      // prompt + generated; 0 = the model's max_position_embeddings
@@ -33,6 +35,11 @@ struct EngineOptions {
 
   Status validate() const;
 };
+
+// What `options` resolve to for this checkpoint (computeDtype: the weights' and the products'
+// dtype, F32 on the CPU; kvCacheDtype: the cache's, given that compute dtype). Validated options.
+DType computeDtype(const EngineOptions& options, const WeightStore& weights, const ModelConfig& config);
+DType kvCacheDtype(const EngineOptions& options, DType compute);
 
 class Engine {
  public:

@@ -3,9 +3,9 @@
 // (odd sizes, block boundaries, GQA ratios, sliding windows, prefix-shared
 // block tables) and the outputs are compared with per-op tolerances.
 //
-// In the bf16 modes the inputs that the CUDA backend stores in bf16 (matrix
-// weights, activations entering a matrix product, KV) are rounded to bf16
-// first, so both backends compute on the same values and the comparison
+// In the 16-bit modes (bf16, fp16, and a bf16-weight / fp16-cache mix) the inputs that the
+// CUDA backend stores in 16 bits (matrix weights, activations entering a matrix product, KV)
+// are rounded to that type first, so both backends compute on the same values and the comparison
 // stays tight: differences are float32 rounding and summation order only.
 // Skipped without the CUDA backend or without a device.
 #include <gtest/gtest.h>
@@ -39,14 +39,18 @@ std::vector<float> randomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
   return v;
 }
 
-void roundToBf16(std::vector<float>& v) {
-  for (float& x : v) x = bf16ToF32(f32ToBf16(x));
+// Rounds v to what a `dt` (BF16, F16; F32: unchanged) tensor stores.
+void roundTo(std::vector<float>& v, DType dt) {
+  if (dt == DType::kF32) return;
+  std::vector<uint16_t> h(v.size());
+  convertFromF32(v.data(), h.data(), dt, v.size());
+  convertToF32(h.data(), dt, v.data(), v.size());
 }
 
-// Relative L2 error and largest absolute difference beyond |ref| * elem_rel (bf16 outputs
-// pass 2^-8: rounding to bf16 alone moves a value by up to half a step, |v| * 2^-8); NaN
-// anywhere fails.
-constexpr double kBf16Half = 1.0 / 256;  // half a bf16 step, relative
+// Relative L2 error and largest absolute difference beyond |ref| * elem_rel (16-bit outputs
+// pass half a step: rounding alone moves a value by up to |v| * 2^-8 in bf16, 2^-11 in fp16);
+// NaN anywhere fails.
+double halfStep(DType dt) { return dt == DType::kBF16 ? 1.0 / 256 : (dt == DType::kF16 ? 1.0 / 2048 : 0.0); }
 
 void expectClose(const std::vector<float>& got, const std::vector<float>& ref, double rel_tol, double abs_tol,
                  const std::string& what, double elem_rel = 0.0) {
@@ -98,7 +102,8 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
 #endif
   }
 
-  DType gpuKv() const { return bf16Kv() ? DType::kBF16 : DType::kF32; }
+  // What the GPU stores the cache in (a float32-weight backend always uses float32).
+  DType gpuKv() const { return GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv; }
 
   // Begins the same step on both backends.
   void begin(const StepInputs& in) {
@@ -147,10 +152,8 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
     for (int64_t layer = 0; layer < g.num_layers; ++layer) {
       std::vector<float> k = randomVec(static_cast<size_t>(n_slots * KV), rng_);
       std::vector<float> v = randomVec(static_cast<size_t>(n_slots * KV), rng_);
-      if (bf16Kv()) {
-        roundToBf16(k);
-        roundToBf16(v);
-      }
+      roundTo(k, gpuKv());
+      roundTo(v, gpuKv());
       auto [kc, kg] = put(0, n_slots, KV, k);
       auto [vc, vg] = put(1, n_slots, KV, v);
       cpu_->ropeWriteKv(layer, columns(kc, 0, 0), kc, vc, g.head_dim);
@@ -163,17 +166,18 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
   std::vector<int64_t> plain_slots_, plain_logits_;
   StepSeq plain_seq_;
 
-  bool bf16Weights() const { return GetParam().weight == DType::kBF16; }
-  bool bf16Kv() const { return GetParam().kv == DType::kBF16 && GetParam().weight == DType::kBF16; }
+  DType weights() const { return GetParam().weight; }
+  bool halfWeights() const { return weights() != DType::kF32; }
+  bool halfKv() const { return gpuKv() != DType::kF32; }
 
   // Scratch `slot` of both backends, filled with `data` (GPU side poisoned first when data is empty).
-  // With gpu_dtype BF16 the GPU view is bf16 and both backends get the data rounded to bf16.
+  // With a 16-bit gpu_dtype the GPU view is 16-bit and both backends get the data rounded to it.
   std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols, const std::vector<float>& data,
                                         DType gpu_dtype = DType::kF32) {
     TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols, gpu_dtype);
     EXPECT_NE(g.data, nullptr);
     std::vector<float> fill = data.empty() ? std::vector<float>(static_cast<size_t>(rows * cols), NAN) : data;
-    if (gpu_dtype == DType::kBF16) roundToBf16(fill);
+    roundTo(fill, gpu_dtype);
     EXPECT_TRUE(cpu_->copyFromHost(fill.data(), c).isOk());
     EXPECT_TRUE(gpu_->copyFromHost(fill.data(), g).isOk());
     return {c, g};
@@ -216,7 +220,7 @@ TEST_P(BackendOps, WeightUploadThroughStagingBuffers) {
     convertFromF32(v.data(), bytes.data() + 1, dtypes[i], n);  // +1: unaligned, as safetensors may be
     std::vector<float> back(n);
     convertToF32(bytes.data() + 1, dtypes[i], back.data(), n);
-    if (bf16Weights()) roundToBf16(back);
+    roundTo(back, weights());
     expect.insert(expect.end(), back.begin(), back.end());
     parts.emplace_back(bytes.data() + 1, dtypes[i], Shape{rows[i], cols});
   }
@@ -224,12 +228,32 @@ TEST_P(BackendOps, WeightUploadThroughStagingBuffers) {
   ASSERT_TRUE(g.isOk()) << g.status().toString();
   ASSERT_TRUE(gpu_->finishWeights().isOk());
   EXPECT_EQ(g->shape, (Shape{rows[0] + rows[1] + rows[2], cols}));
-  EXPECT_EQ(g->dtype, bf16Weights() ? DType::kBF16 : DType::kF32);
+  EXPECT_EQ(g->dtype, weights());
   std::vector<float> got = get(*gpu_, *g);
   ASSERT_EQ(got.size(), expect.size());
   size_t differ = 0;
   for (size_t i = 0; i < got.size(); ++i) differ += got[i] != expect[i];
   EXPECT_EQ(differ, 0u) << "elements that differ from the host conversion";
+}
+
+// fp16 weights: a checkpoint value beyond fp16's range is refused with the weight's name (it would
+// become infinity); the largest finite fp16 value loads exactly.
+TEST_P(BackendOps, Fp16WeightsOutOfRangeAreRefused) {
+  if (weights() != DType::kF16) GTEST_SKIP() << "weights are not fp16 in this mode";
+  std::vector<float> ok{1.0f, -65504.0f, 65504.0f, 3.0e-5f}, bad{1.0f, 2.0f, -70000.0f, 4.0f};
+  TensorView okv(ok.data(), DType::kF32, Shape{2, 2}), badv(bad.data(), DType::kF32, Shape{2, 2});
+  std::vector<TensorView> ok_parts{okv}, bad_parts{badv};
+  auto g = gpu_->loadWeight(ok_parts, "fine");
+  ASSERT_TRUE(g.isOk()) << g.status().toString();
+  ASSERT_TRUE(gpu_->finishWeights().isOk());
+  std::vector<float> back = get(*gpu_, *g), want = ok;
+  roundTo(want, DType::kF16);
+  EXPECT_EQ(back, want);
+  auto b = gpu_->loadWeight(bad_parts, "model.layers.3.mlp.down_proj.weight");
+  ASSERT_FALSE(b.isOk());
+  EXPECT_NE(b.status().toString().find("model.layers.3.mlp.down_proj.weight"), std::string::npos)
+      << b.status().toString();
+  EXPECT_NE(b.status().toString().find("bfloat16"), std::string::npos) << b.status().toString();
 }
 
 // Growable device buffers come from a stream-ordered pool whose figures the backend reports.
@@ -261,7 +285,7 @@ TEST_P(BackendOps, Embedding) {
   for (int64_t dim : {8, 77, 1024}) {
     const int64_t vocab = 1000;
     std::vector<float> table = randomVec(static_cast<size_t>(vocab * dim), rng_);
-    if (bf16Weights()) roundToBf16(table);
+    roundTo(table, weights());
     auto [wc, wg] = weight(table, Shape{vocab, dim});
     std::vector<int32_t> ids{0, 999, 5, 5, 123, 998, 1, 500, 77};
     auto [oc, og] = put(0, static_cast<int64_t>(ids.size()), dim, {});
@@ -301,7 +325,7 @@ TEST_P(BackendOps, Linear) {
     int64_t m, k, n;
     bool bias;
   };
-  // m <= 8 with k % 8 == 0 takes the GPU's matrix-vector kernel (bf16 weights), others cuBLAS.
+  // m <= 8 with k % 8 == 0 takes the GPU's matrix-vector kernel (16-bit weights), others cuBLAS.
   for (const Case& c : {Case{1, 64, 3, false}, Case{5, 130, 257, true}, Case{37, 256, 512, false},
                         Case{3, 1000, 701, true}, Case{64, 4096, 96, false}, Case{1, 4096, 1001, true},
                         Case{2, 136, 7, true}, Case{4, 512, 333, false}, Case{6, 2048, 64, true},
@@ -310,11 +334,9 @@ TEST_P(BackendOps, Linear) {
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
     std::vector<float> w = randomVec(static_cast<size_t>(c.n * c.k), rng_, 0.05f);
     std::vector<float> b = randomVec(static_cast<size_t>(c.n), rng_);
-    if (bf16Weights()) {
-      roundToBf16(w);
-      // With float32 activations (a float32 cache) x goes in as bf16 hi + lo parts: unrounded.
-      if (gpu_->activationDtype() == DType::kBF16) roundToBf16(x);
-    }
+    roundTo(w, weights());
+    // With float32 activations (a float32 cache) x goes in as 16-bit hi + lo parts: unrounded.
+    roundTo(x, gpu_->activationDtype());
     auto [wc, wg] = weight(w, Shape{c.n, c.k});
     auto [bc, bg] = weight(b, Shape{c.n});
     auto [xc, xg] = put(0, c.m, c.k, x);
@@ -396,7 +418,7 @@ TEST_P(BackendOps, RopeWriteKv) {
     in.rope_attention_scaling = c.scaling;
     begin(in);
     std::vector<float> qkv = randomVec(static_cast<size_t>(n * (Q + 2 * KV)), rng_);
-    if (bf16Kv()) roundToBf16(qkv);  // values the bf16 pool stores exactly when not rotated
+    roundTo(qkv, gpuKv());  // values the 16-bit pool stores exactly when not rotated
     auto [qkvc, qkvg] = put(0, n, Q + 2 * KV, qkv);
     for (int64_t layer : {1, 0}) {
       cpu_->ropeWriteKv(layer, columns(qkvc, 0, Q), columns(qkvc, Q, KV), columns(qkvc, Q + KV, KV), c.head_dim);
@@ -404,13 +426,14 @@ TEST_P(BackendOps, RopeWriteKv) {
       // (Layer 0 rotates the already rotated rows again: the second call checks the same math.)
     }
     expectClose(get(*gpu_, qkvg), get(*cpu_, qkvc), 1e-6, 1e-5, "rotated q/k");
-    // The pools: rotated keys rounded to bf16 in the bf16 mode.
+    // The pools: rotated keys rounded to the cache's 16-bit type.
     const size_t per = static_cast<size_t>(g.elementsPerBlock());
     std::vector<float> a(per), b(per);
     for (int32_t blk = 0; blk < blocks; ++blk) {
       ASSERT_TRUE(cpu_->readKvBlock(KvPoolKind::kPrimary, blk, a.data()).isOk());
       ASSERT_TRUE(gpu_->readKvBlock(KvPoolKind::kPrimary, blk, b.data()).isOk());
-      expectClose(b, a, bf16Kv() ? 4e-3 : 1e-6, bf16Kv() ? 0.05 : 1e-5, "pool block " + std::to_string(blk));
+      expectClose(b, a, halfKv() ? 4e-3 : 1e-6, halfKv() ? 0.05 : 1e-5, "pool block " + std::to_string(blk),
+                  halfStep(gpuKv()));
     }
   }
 }
@@ -418,7 +441,7 @@ TEST_P(BackendOps, RopeWriteKv) {
 TEST_P(BackendOps, WriteKvAndCopyBlocks) {
   KvPoolGeometry g{12, 3, 2, 64, 16, DType::kF32};
   KvPoolGeometry gg = g;
-  gg.dtype = bf16Kv() ? DType::kBF16 : DType::kF32;
+  gg.dtype = gpuKv();
   ASSERT_TRUE(cpu_->allocateKvPools(g, 4).isOk());
   ASSERT_TRUE(gpu_->allocateKvPools(gg, 4).isOk());
   const int64_t KV = g.num_kv_heads * g.head_dim, slots_n = 37;
@@ -439,7 +462,7 @@ TEST_P(BackendOps, WriteKvAndCopyBlocks) {
   begin(in);  // rotary_dim 0: the rows are written as they are
   for (int64_t layer = 0; layer < g.num_layers; ++layer) {
     std::vector<float> kv = randomVec(static_cast<size_t>(slots_n * (2 * KV + 3)), rng_);
-    if (bf16Kv()) roundToBf16(kv);
+    roundTo(kv, gpuKv());
     auto [c, gv] = put(0, slots_n, 2 * KV + 3, kv);
     cpu_->ropeWriteKv(layer, columns(c, 1, 0), columns(c, 1, KV), columns(c, 1 + KV, KV), g.head_dim);
     gpu_->ropeWriteKv(layer, columns(gv, 1, 0), columns(gv, 1, KV), columns(gv, 1 + KV, KV), g.head_dim);
@@ -485,7 +508,7 @@ TEST_P(BackendOps, PagedAttention) {
   const std::vector<Case> cases{
       {64, 8, 8, 16, 0},   {64, 8, 8, 16, 7}, {128, 16, 4, 16, 0}, {128, 16, 4, 32, 20}, {64, 32, 4, 16, 0},
       {64, 32, 4, 16, 16}, {8, 8, 4, 16, 0},  {256, 4, 2, 16, 0},  {96, 12, 3, 8, 0},    {128, 32, 8, 16, 0},
-      {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  // GQA group 16: the CUDA-core decode kernel on bf16 too
+      {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  // GQA group 16: the CUDA-core decode kernel on 16 bits too
   };
   struct S {
     int64_t q_len, kv_len;
@@ -551,18 +574,19 @@ TEST_P(BackendOps, PagedAttention) {
       for (int64_t layer = 0; layer < layers; ++layer) {
         cpu_->attention(layer, columns(qc, 0, Q), c.heads, c.window, scale, oc);
         gpu_->attention(layer, columns(qg, 0, Q), c.heads, c.window, scale, og);
-        // bf16 cache, head_dim 64/128: context chunks (any group) and decode rows (GQA group <= 8)
-        // run on tensor cores with P rounded to bf16.
-        const bool flash = bf16Kv() && (c.head_dim == 64 || c.head_dim == 128) &&
+        // 16-bit cache, head_dim 64/128: context chunks (any group) and decode rows (GQA group <= 8)
+        // run on tensor cores with P rounded to the cache's type.
+        const bool flash = halfKv() && (c.head_dim == 64 || c.head_dim == 128) &&
                            (specs == &mixed || c.heads / c.kv_heads <= 8);
         const std::vector<float> ref = get(*cpu_, oc);
         expectClose(get(*gpu_, og), ref, flash ? 5e-3 : 1e-5, flash ? 3e-2 : 5e-5,
                     "attention layer " + std::to_string(layer));
-        if (gpu_->activationDtype() == DType::kBF16) {  // the output rounded to bf16 as well
-          TensorView ob = gpu_->scratch(5, rows, Q, DType::kBF16);
+        if (const DType act = gpu_->activationDtype(); act != DType::kF32) {  // the output rounded as well
+          TensorView ob = gpu_->scratch(5, rows, Q, act);
           gpu_->attention(layer, columns(qg, 0, Q), c.heads, c.window, scale, ob);
           expectClose(get(*gpu_, ob), ref, flash ? 6e-3 : 3e-3, flash ? 3e-2 : 1e-2,
-                      "attention (bf16 out) layer " + std::to_string(layer), kBf16Half);
+                      "attention (" + std::string(dtypeName(act)) + " out) layer " + std::to_string(layer),
+                      halfStep(act));
         }
       }
     }
@@ -615,12 +639,15 @@ TEST_P(BackendOps, DeviceStepTimeAddsUp) {
   EXPECT_GT(gpu_->deviceStepSeconds(), t1);
 }
 
-// The products' operands in bf16 (activationDtype() with bf16 weights): normed rows,
-// product inputs and outputs, SiLU·mul. The CPU computes in float32 on the same
-// bf16-rounded inputs; a bf16 output differs from it by its rounding (2^-9 relative).
-TEST_P(BackendOps, Bf16Activations) {
-  if (gpu_->activationDtype() != DType::kBF16) GTEST_SKIP() << "activations are float32 in this mode";
-  constexpr DType kB = DType::kBF16, kF = DType::kF32;
+// The products' operands in 16 bits (activationDtype() with 16-bit weights and cache: the weights'
+// type): normed rows, product inputs and outputs, SiLU·mul. The CPU computes in float32 on the
+// same rounded inputs; a 16-bit output differs from it by its rounding (half a step).
+TEST_P(BackendOps, HalfActivations) {
+  if (gpu_->activationDtype() == DType::kF32) GTEST_SKIP() << "activations are float32 in this mode";
+  const DType kB = gpu_->activationDtype(), kF = DType::kF32;
+  ASSERT_EQ(kB, weights());
+  const double step = halfStep(kB);
+  const std::string B = std::string(dtypeName(kB));
   for (int64_t rows : {1, 5, 40}) {
     for (int64_t cols : {64, 4104}) {
       const std::string what = std::to_string(rows) + "x" + std::to_string(cols);
@@ -631,19 +658,19 @@ TEST_P(BackendOps, Bf16Activations) {
       auto [oc, og] = put(1, rows, cols, {}, kB);
       cpu_->rmsNorm(xc, wc, 1e-5f, oc);
       gpu_->rmsNorm(xg, wg, 1e-5f, og);
-      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "rmsNorm -> bf16 " + what, kBf16Half);
+      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "rmsNorm -> " + B + " " + what, step);
       auto [rc, rg] = put(2, rows, cols, res);
       cpu_->addRmsNorm(rc, xc, wc, 1e-6f, oc);
       gpu_->addRmsNorm(rg, xg, wg, 1e-6f, og);
       expectClose(get(*gpu_, rg), get(*cpu_, rc), 0.0, 0.0, "addRmsNorm residual " + what);
-      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "addRmsNorm -> bf16 " + what, kBf16Half);
+      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "addRmsNorm -> " + B + " " + what, step);
     }
   }
   struct Case {
     int64_t m, k, n;
     bool bias;
   };
-  // m <= 8: the matrix-vector kernel (bf16 x read directly); larger m: cuBLASLt with a bf16 or f32 output.
+  // m <= 8: the matrix-vector kernel (16-bit x read directly); larger m: cuBLASLt with a 16-bit or f32 output.
   for (const Case& c : {Case{1, 64, 3, false}, Case{3, 1000, 701, true}, Case{8, 1024, 129, true},
                         Case{37, 256, 512, true}, Case{64, 4096, 96, false}, Case{130, 136, 72, true}}) {
     for (DType xd : {kB, kF}) {
@@ -652,8 +679,8 @@ TEST_P(BackendOps, Bf16Activations) {
                                  " x " + std::string(dtypeName(xd)) + " out " + std::string(dtypeName(od));
         std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
         std::vector<float> w = randomVec(static_cast<size_t>(c.n * c.k), rng_, 0.05f);
-        roundToBf16(x);
-        roundToBf16(w);
+        roundTo(x, kB);
+        roundTo(w, kB);
         auto [wc, wg] = weight(w, Shape{c.n, c.k});
         auto [bc, bg] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
         auto [xc, xg] = put(0, c.m, c.k, x, xd);
@@ -662,7 +689,7 @@ TEST_P(BackendOps, Bf16Activations) {
         cpu_->linear(xc, wc, c.bias ? &bc : nullptr, oc);
         gpu_->linear(xg, wg, c.bias ? &bg : nullptr, og);
         expectClose(get(*gpu_, og), get(*cpu_, oc), od == kB ? 3e-3 : 1e-5, od == kB ? 2e-2 : 1e-4,
-                    "linear " + what, od == kB ? kBf16Half : 0.0);
+                    "linear " + what, od == kB ? step : 0.0);
       }
     }
   }
@@ -672,8 +699,8 @@ TEST_P(BackendOps, Bf16Activations) {
     auto [sc, sg] = put(4, rows, inter, {}, kB);
     cpu_->siluMul(guc, sc);
     gpu_->siluMul(gug, sg);
-    expectClose(get(*gpu_, sg), get(*cpu_, sc), 3e-3, 4e-2, "siluMul bf16 -> bf16, inter " + std::to_string(inter),
-                kBf16Half);
+    expectClose(get(*gpu_, sg), get(*cpu_, sc), 3e-3, 4e-2, "siluMul " + B + " -> " + B + ", inter " + std::to_string(inter),
+                step);
   }
   // An operand of another dtype fails the backend with a message naming the op.
   const int64_t cols = 173;
@@ -694,10 +721,10 @@ TEST_P(BackendOps, RecordedStepReplaysWithNewInputs) {
   KvPoolGeometry g{blocks, 1, kv_heads, hd, tpb, DType::kF32};
   fillPools(*this, g);
   std::vector<float> table = randomVec(static_cast<size_t>(vocab * dim), rng_);
-  if (bf16Weights()) roundToBf16(table);
+  roundTo(table, weights());
   auto [ec, eg] = weight(table, Shape{vocab, dim});
   std::vector<float> wq = randomVec(static_cast<size_t>((Q + 2 * KV) * dim), rng_, 0.05f);
-  if (bf16Weights()) roundToBf16(wq);
+  roundTo(wq, weights());
   auto [wc, wg] = weight(wq, Shape{Q + 2 * KV, dim});
   std::vector<float> inv(static_cast<size_t>(hd / 2));
   for (size_t i = 0; i < inv.size(); ++i) inv[i] = std::pow(10000.0f, -2.0f * static_cast<float>(i) / hd);
@@ -745,9 +772,9 @@ TEST_P(BackendOps, RecordedStepReplaysWithNewInputs) {
     TensorView oc = runBody(*cpu_, ec, wc, 4);
     gpu_->recordOrReplay(42, [&] { runBody(*gpu_, eg, wg, 4); });
     const TensorView og = gpu_->scratch(6, T, Q);  // the body's output buffer (not assigned on replay)
-    // Rounding of x to bf16 before the product differs (CPU: float32), so compare loosely.
-    const double tol = bf16Weights() ? 2e-2 : 1e-5;
-    expectClose(get(*gpu_, og), get(*cpu_, oc), tol, bf16Weights() ? 0.05 : 1e-4, "recorded attention output");
+    // Rounding of x to 16 bits before the product differs (CPU: float32), so compare loosely.
+    const double tol = halfWeights() ? 2e-2 : 1e-5;
+    expectClose(get(*gpu_, og), get(*cpu_, oc), tol, halfWeights() ? 0.05 : 1e-4, "recorded attention output");
   }
 }
 
@@ -775,7 +802,10 @@ TEST_P(BackendOps, FailedRecordingRunsTheStepOpByOp) {
 INSTANTIATE_TEST_SUITE_P(Modes, BackendOps,
                          ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},
                                            Mode{DType::kBF16, DType::kF32, "bf16_weights"},
-                                           Mode{DType::kBF16, DType::kBF16, "bf16"}),
+                                           Mode{DType::kBF16, DType::kBF16, "bf16"},
+                                           Mode{DType::kF16, DType::kF16, "fp16"},
+                                           Mode{DType::kBF16, DType::kF16, "bf16_weights_fp16_kv"},
+                                           Mode{DType::kF16, DType::kF32, "fp16_weights"}),
                          [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -83,6 +83,8 @@ if [[ -f $model/config.json ]]; then
   expect 2 "scheduler-policy" -- "$bin" generate --model "$model" --input-file "$tmp/batch.jsonl" --scheduler-policy fastest
   expect 2 "kv-cache-dtype" -- "$bin" generate --model "$model" --prompt hi --kv-cache-dtype fp8
   expect 1 "KvCacheConfig.*dtype.*CPU backend" -- "$bin" generate --model "$model" --prompt hi --backend cpu --kv-cache-dtype bfloat16
+  expect 1 "EngineOptions.*dtype.*CPU backend" -- "$bin" generate --model "$model" --prompt hi --backend cpu --dtype float16
+  expect 2 "dtype" -- "$bin" generate --model "$model" --prompt hi --dtype half
   expect 0 '"output_ids": \[432, 383, 286, 261, 376, 298, 315, 421\]' -- "$bin" generate --model "$model" --prompt "Once upon a time" --max-tokens 8 --json --backend cpu --kv-cache-dtype float32
   # Overlap scheduling (on forced on the CPU): the same tokens; a bad value names the flag.
   expect 0 '"output_ids": \[432, 383, 286, 261, 376, 298, 315, 421\]' -- "$bin" generate --model "$model" --prompt "Once upon a time" --max-tokens 8 --json --backend cpu --overlap on

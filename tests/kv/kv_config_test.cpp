@@ -79,7 +79,7 @@ TEST(KvCacheConfigTest, OtherFields) {
   EXPECT_FALSE(c.validate().isOk());
   c.secondary_offload_min_priority = 100;
   EXPECT_TRUE(c.validate().isOk());
-  for (const char* ok : {"auto", "float32", "bfloat16"}) {
+  for (const char* ok : {"auto", "float32", "bfloat16", "float16"}) {
     c.dtype = ok;
     EXPECT_TRUE(c.validate().isOk()) << ok;
   }

@@ -68,8 +68,8 @@ Command addGenerateCommand(CLI::App& app) {
   cmd->add_option("--logprobs", f->logprobs, "Report logprobs of chosen tokens and N alternatives");
   cmd->add_option("--n", f->n, "Independent samples of the prompt");
   cmd->add_option("--backend", f->backend, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--dtype", f->dtype, "Weights/compute dtype: auto | bfloat16 | float32")
-      ->check(CLI::IsMember({"auto", "bfloat16", "float32"}));
+  cmd->add_option("--dtype", f->dtype, "Weights/compute dtype: auto | bfloat16 | float16 | float32")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
   cmd->add_option("--threads", f->threads, "CPU threads (0 = all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--max-seq-len", f->max_seq_len, "Prompt + generated tokens (default: the model's limit)");
   cmd->add_option("--max-num-tokens", f->max_num_tokens, "Tokens computed per step");
@@ -78,8 +78,8 @@ Command addGenerateCommand(CLI::App& app) {
   cmd->add_option("--overlap", f->overlap,
                   "auto | on | off: launch step N+1 before step N's tokens are back (default auto: on with CUDA)")
       ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_option("--kv-cache-dtype", f->kv_dtype, "KV cache element type: auto | float32 | bfloat16")
-      ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
+  cmd->add_option("--kv-cache-dtype", f->kv_dtype, "KV cache element type: auto | float32 | bfloat16 | float16")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
   cmd->add_option("--output-logits-npy", f->logits_npy, "Write the prompt's logits [tokens, vocab] as .npy");
   cmd->add_option("--output-generation-logits-npy", f->gen_logits_npy,
                   "Write the logits of each generated step [steps, vocab] as .npy");

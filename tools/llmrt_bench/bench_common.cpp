@@ -20,16 +20,16 @@ int fail(const std::string& message, int code) {
 void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--model", f.model, "HF model directory")->required();
   cmd->add_option("--backend", f.backend, "cpu | cuda (default cuda)")->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--dtype", f.dtype, "auto | bfloat16 | float32")
-      ->check(CLI::IsMember({"auto", "bfloat16", "float32"}));
+  cmd->add_option("--dtype", f.dtype, "auto | bfloat16 | float16 | float32")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
   cmd->add_option("--max-batch-size", f.max_batch_size, "Sequences in flight at once (default 256)");
   cmd->add_option("--max-num-tokens", f.max_num_tokens, "Tokens computed per step (default 8192)");
   cmd->add_option("--max-seq-len", f.max_seq_len, "Prompt + generated tokens (default: the model's limit)");
   cmd->add_option("--kv-cache-free-gpu-memory-fraction", f.kv_fraction,
                   "Fraction of free memory for the KV cache, in (0, 1) (default 0.9)");
   cmd->add_option("--kv-cache-max-tokens", f.kv_max_tokens, "Upper bound on the KV cache size in tokens");
-  cmd->add_option("--kv-cache-dtype", f.kv_dtype, "auto | float32 | bfloat16 (default auto: the compute dtype)")
-      ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
+  cmd->add_option("--kv-cache-dtype", f.kv_dtype, "auto | float32 | bfloat16 | float16 (default auto: the compute dtype)")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
   cmd->add_option("--overlap", f.overlap,
                   "auto | on | off: launch step N+1 before step N's tokens are back (default auto: on with CUDA)")
       ->check(CLI::IsMember({"auto", "on", "off"}));

@@ -16,12 +16,14 @@
 // The range of a split depends only on the row's own length (read on the
 // device), so a recorded (graph) launch stays valid as sequences grow.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cmath>
 
 #include "backend/cuda/cuda_flash_attention.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
+#include "backend/cuda/cuda_vec.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -32,8 +34,16 @@ constexpr int kMaxSmem = 200 * 1024;
 constexpr int kInFlight = 8;      // 16-byte loads per thread in flight while gathering a tile
 constexpr int kMaxSplits = 1024;  // the merge keeps one weight per split in shared memory
 
-template <typename T>
-struct Vec;  // 16 bytes of T
+template <typename H>  // 16 bytes of H: __nv_bfloat16, __half (float below)
+struct Vec {
+  static constexpr int kN = 8;
+  __device__ static void toFloat(const uint4& v, float* o) {
+    float4 a, b;
+    load8(reinterpret_cast<const H*>(&v), a, b);
+    o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w;
+    o[4] = b.x, o[5] = b.y, o[6] = b.z, o[7] = b.w;
+  }
+};
 template <>
 struct Vec<float> {
   static constexpr int kN = 4;
@@ -44,22 +54,6 @@ struct Vec<float> {
     o[3] = __uint_as_float(v.w);
   }
 };
-template <>
-struct Vec<__nv_bfloat16> {
-  static constexpr int kN = 8;
-  __device__ static void toFloat(const uint4& v, float* o) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[i]));
-      o[2 * i] = f.x;
-      o[2 * i + 1] = f.y;
-    }
-  }
-};
-
-__device__ __forceinline__ float toF(float v) { return v; }
-__device__ __forceinline__ float toF(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 // kPerLane: output features per lane (head_dim <= 32 * kPerLane).
 template <typename T, int kPerLane>
@@ -141,8 +135,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
     } else {
       for (int e = threadIdx.x; e < n_valid * hd; e += blockDim.x) {
         const int j = e / hd, d = e % hd;
-        k_s[j * (hd + 1) + d] = toF(k_rows[j][d]);
-        v_s[j * hd + d] = toF(v_rows[j][d]);
+        k_s[j * (hd + 1) + d] = toFloat(k_rows[j][d]);
+        v_s[j * hd + d] = toFloat(v_rows[j][d]);
       }
     }
     __syncthreads();
@@ -286,6 +280,7 @@ cudaError_t initAttentionKernels() {
   if (cudaError_t e = initFlashAttentionKernels(); e != cudaSuccess) return e;
   if (cudaError_t e = initDecodeMmaKernels(); e != cudaSuccess) return e;
   if (cudaError_t e = optIn<float>(); e != cudaSuccess) return e;
+  if (cudaError_t e = optIn<__half>(); e != cudaSuccess) return e;
   return optIn<__nv_bfloat16>();
 }
 
@@ -296,12 +291,12 @@ cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g,
   const int64_t group = a.num_heads / g.num_kv_heads;
   if (group > kMaxGroup || smemBytes(static_cast<int>(group), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
   cudaError_t launched;
-  if (kv_dtype == DType::kBF16 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool))
-    launched = decodeAttentionMma(pool, g, a, stream);
-  else if (kv_dtype == DType::kBF16)
-    launched = dispatch<__nv_bfloat16>(pool, g, a, static_cast<int>(group), stream);
+  if (kv_dtype != DType::kF32 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool))
+    launched = decodeAttentionMma(pool, kv_dtype, g, a, stream);
   else
-    launched = dispatch<float>(pool, g, a, static_cast<int>(group), stream);
+    launched = withElementType(kv_dtype, [&](auto tag) {
+      return dispatch<decltype(tag)>(pool, g, a, static_cast<int>(group), stream);
+    });
   if (launched != cudaSuccess || a.splits == 1) return launched;
   return launchMerge(g, a, stream);
 }

@@ -1,6 +1,7 @@
 // CudaBackend: device setup, memory, weights, KV pools and host transfers.
 // The ops are in cuda_backend_ops.cpp (host side) and the .cu files (kernels).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,12 +43,13 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   if (options.device < 0 || options.device >= n)
     return fieldError("CudaBackendOptions", "device", std::to_string(options.device),
                       "a device index in [0, " + std::to_string(n) + ")");
-  if (options.weight_dtype != DType::kBF16 && options.weight_dtype != DType::kF32)
+  auto supported = [](DType d) { return d == DType::kBF16 || d == DType::kF16 || d == DType::kF32; };
+  if (!supported(options.weight_dtype))
     return fieldError("CudaBackendOptions", "weight_dtype", std::string(dtypeName(options.weight_dtype)),
-                      "BF16 or F32");
-  if (options.kv_dtype != DType::kBF16 && options.kv_dtype != DType::kF32)
+                      "BF16, F16 or F32");
+  if (!supported(options.kv_dtype))
     return fieldError("CudaBackendOptions", "kv_dtype", std::string(dtypeName(options.kv_dtype)),
-                      "BF16 or F32");
+                      "BF16, F16 or F32");
   std::unique_ptr<CudaBackend> b(new CudaBackend(options));
   if (options.weight_dtype == DType::kF32) b->options_.kv_dtype = DType::kF32;
   LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
@@ -90,9 +92,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_graphs_ = false;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_PROFILE=1: timing every op (graphs off)");
   }
-  // bf16 product operands with bf16 weights and a bf16 cache; a float32 cache asks for accuracy:
-  // activations stay float32 and the products take them as bf16 hi + lo pairs (linear()).
-  bool bf16_activations = options.weight_dtype == DType::kBF16 && b->options_.kv_dtype == DType::kBF16;
+  // 16-bit product operands (the weights' type) with 16-bit weights and a 16-bit cache; a float32
+  // cache asks for accuracy: activations stay float32 and the products take them as hi + lo
+  // pairs of the weights' type (linear()).
+  bool half_activations = options.weight_dtype != DType::kF32 && b->options_.kv_dtype != DType::kF32;
   bool pdl = prop.major >= 9;  // programmatic dependent launch (cuda_pdl.h)
   // Switches for measurements and diagnosis:
   // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling (comma-separated).
@@ -102,16 +105,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_gemv_ = v.find("gemv") == std::string::npos;
     b->use_flash_ = v.find("flash") == std::string::npos;
     b->use_mma_decode_ = v.find("mmadecode") == std::string::npos;
-    bf16_activations = bf16_activations && v.find("bf16act") == std::string::npos;
+    half_activations = half_activations && v.find("bf16act") == std::string::npos;
     pdl = pdl && v.find("pdl") == std::string::npos;
     b->use_sampling_ = v.find("sampling") == std::string::npos;
     b->use_compact_sampling_ = v.find("compact") == std::string::npos;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
-                   "decode attention %s, bf16 activations %s, dependent launch %s, sampling on the GPU %s, compact "
+                   "decode attention %s, 16-bit activations %s, dependent launch %s, sampling on the GPU %s, compact "
                    "sampling pass %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
                    b->use_mma_decode_ ? "on" : "off",
-                   bf16_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
+                   half_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
                    b->use_compact_sampling_ ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);
@@ -121,7 +124,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     if (v >= 1 && v <= 16) b->split_waves_ = v;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_SPLIT_WAVES=%s (using %d)", w, b->split_waves_);
   }
-  b->activation_dtype_ = bf16_activations ? DType::kBF16 : DType::kF32;
+  b->activation_dtype_ = half_activations ? options.weight_dtype : DType::kF32;
   LLMRT_LOG_INFO("CUDA backend on device %d: %s (sm_%d%d, %d SMs, %s), weights %s, KV cache %s, product inputs %s",
                  options.device, prop.name, prop.major, prop.minor, prop.multiProcessorCount,
                  formatBytes(prop.totalGlobalMem).c_str(),
@@ -143,7 +146,7 @@ CudaBackend::~CudaBackend() {
   dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) release(b);
-  for (Buffer* b : {&meta_, &bf16_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_[0],
+  for (Buffer* b : {&meta_, &half_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_[0],
                     &sample_out_[1], &sample_compact_})
     release(*b);
   if (stream_) (void)cudaStreamSynchronize(stream_);
@@ -219,8 +222,8 @@ void CudaBackend::dropGraphs() {
 Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (failed()) return error_;
   if (max_tokens < 1 || max_width < 1) return invalidArgument("reserveWorkspace: sizes must be positive");
-  if (options_.weight_dtype == DType::kBF16)  // (hi and lo parts with float32 activations)
-    reserve(bf16_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
+  if (options_.weight_dtype != DType::kF32)  // (hi and lo parts with float32 activations)
+    reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
   for (Buffer& b : argmax_) reserve(b, static_cast<size_t>(max_tokens) * sizeof(int32_t), false);
   return error_;  // set by a failed reserve
 }
@@ -417,14 +420,14 @@ Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, co
   weights_.push_back(dev);
   size_t at = 0;  // bytes
   for (const TensorView& p : parts) {
-    LLMRT_RETURN_IF_ERROR(stageWeight(p, dt, static_cast<uint8_t*>(dev) + at));
+    LLMRT_RETURN_IF_ERROR(stageWeight(p, dt, static_cast<uint8_t*>(dev) + at, name));
     at += static_cast<size_t>(p.numel()) * dtypeSize(dt);
   }
   weight_bytes_ += bytes;
   return TensorView(dev, dt, shape, Device::kCuda, options_.device);
 }
 
-Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev) {
+Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev, const std::string& name) {
   for (int i = 0; i < 2; ++i) {
     if (!staged_[i]) LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming));
     if (!staging_[i].ptr) {
@@ -443,7 +446,7 @@ Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev) {
     LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_[staging_next_]));
     const uint8_t* s = src + e0 * src_size;
     if (p.dtype == dt) {
-      std::memcpy(buf.ptr, s, m * dst_size);  // bf16 -> bf16 and f32 -> f32 are exact copies
+      std::memcpy(buf.ptr, s, m * dst_size);  // bf16 -> bf16, fp16 -> fp16 and f32 -> f32 are exact copies
     } else {
       staging_src_.resize(m * src_size);  // safetensors data need not be aligned
       std::memcpy(staging_src_.data(), s, staging_src_.size());
@@ -452,6 +455,16 @@ Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev) {
       } else {
         staging_f32_.resize(m);
         convertToF32(staging_src_.data(), p.dtype, staging_f32_.data(), m);
+        if (dt == DType::kF16) {
+          // bf16 / fp32 -> fp16 keeps every finite value up to 65504 (bf16's 8 significant bits fit
+          // in fp16's 11 down to 2^-14; smaller ones lose bits as subnormals); beyond that it
+          // would turn into infinity, so such a checkpoint needs bfloat16.
+          for (size_t i = 0; i < m; ++i)
+            if (std::isfinite(staging_f32_[i]) && std::fabs(staging_f32_[i]) > 65504.0f)
+              return invalidArgument(strprintf("weight %s holds %g, beyond float16's range (65504): load it with "
+                                               "dtype \"bfloat16\"",
+                                               name.c_str(), static_cast<double>(staging_f32_[i])));
+        }
         convertFromF32(staging_f32_.data(), buf.ptr, dt, m);
       }
     }
@@ -478,8 +491,8 @@ Status CudaBackend::finishWeights() {
 TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype) {
   if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);
   Buffer& b = scratch_[static_cast<size_t>(slot)];
-  if (dtype != DType::kF32 && dtype != DType::kBF16) {
-    fail(invalidArgument("scratch: dtype " + std::string(dtypeName(dtype)) + " (F32 or BF16 supported)"));
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) {
+    fail(invalidArgument("scratch: dtype " + std::string(dtypeName(dtype)) + " (F32, BF16 or F16 supported)"));
     return TensorView(nullptr, dtype, Shape{rows, cols}, Device::kCuda, options_.device);
   }
   const size_t need = static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtypeSize(dtype);
@@ -491,16 +504,16 @@ TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtyp
 Status CudaBackend::copyToHost(const TensorView& src, float* dst) {
   if (failed()) return error_;
   const int64_t r = viewRows(src), c = viewCols(src), ld = viewRowStride(src);
-  if (src.dtype == DType::kBF16) {  // (tests) read as bf16, widened on the host
+  if (src.dtype == DType::kBF16 || src.dtype == DType::kF16) {  // (tests) read as 16 bits, widened on the host
     if (r * c == 0) return Status::ok();
     std::vector<uint16_t> tmp(static_cast<size_t>(r * c));
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(tmp.data(), c * 2, src.data, ld * 2, c * 2, r,
                                                  cudaMemcpyDeviceToHost, stream_));
     LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
-    convertToF32(tmp.data(), DType::kBF16, dst, tmp.size());
+    convertToF32(tmp.data(), src.dtype, dst, tmp.size());
     return Status::ok();
   }
-  if (src.dtype != DType::kF32) return invalidArgument("copyToHost: only F32 and BF16 views are supported");
+  if (src.dtype != DType::kF32) return invalidArgument("copyToHost: only F32, BF16 and F16 views are supported");
   if (r * c == 0) return Status::ok();
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, c * sizeof(float), src.data, ld * sizeof(float),
                                                c * sizeof(float), r, cudaMemcpyDeviceToHost, stream_));
@@ -512,16 +525,16 @@ Status CudaBackend::copyToHost(const TensorView& src, float* dst) {
 Status CudaBackend::copyFromHost(const float* src, TensorView dst) {
   if (failed()) return error_;
   const int64_t r = viewRows(dst), c = viewCols(dst), ld = viewRowStride(dst);
-  if (dst.dtype == DType::kBF16) {  // (tests) rounded to bf16 on the host
+  if (dst.dtype == DType::kBF16 || dst.dtype == DType::kF16) {  // (tests) rounded to 16 bits on the host
     if (r * c == 0) return Status::ok();
     std::vector<uint16_t> tmp(static_cast<size_t>(r * c));
-    convertFromF32(src, tmp.data(), DType::kBF16, tmp.size());
+    convertFromF32(src, tmp.data(), dst.dtype, tmp.size());
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst.data, ld * 2, tmp.data(), c * 2, c * 2, r,
                                                  cudaMemcpyHostToDevice, stream_));
     LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
     return Status::ok();
   }
-  if (dst.dtype != DType::kF32) return invalidArgument("copyFromHost: only F32 and BF16 views are supported");
+  if (dst.dtype != DType::kF32) return invalidArgument("copyFromHost: only F32, BF16 and F16 views are supported");
   if (r * c == 0) return Status::ok();
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst.data, ld * sizeof(float), src, c * sizeof(float),
                                                c * sizeof(float), r, cudaMemcpyHostToDevice, stream_));
@@ -530,8 +543,8 @@ Status CudaBackend::copyFromHost(const float* src, TensorView dst) {
 }
 
 Status CudaBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_blocks) {
-  if (g.dtype != DType::kF32 && g.dtype != DType::kBF16)
-    return unimplemented("CUDA backend stores the KV cache in F32 or BF16, not " +
+  if (g.dtype != DType::kF32 && g.dtype != DType::kBF16 && g.dtype != DType::kF16)
+    return unimplemented("CUDA backend stores the KV cache in F32, BF16 or F16, not " +
                          std::string(dtypeName(g.dtype)));
   if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 ||
       g.tokens_per_block <= 0)

@@ -14,12 +14,14 @@ struct CudaBackendOptions {
   int device = 0;
   // Dtype of matrix weights (linear layers, embedding tables) on the device:
   // kBF16 (default; fp32 checkpoints are rounded to bf16, matrix products run
-  // bf16 x bf16 with fp32 accumulation) or kF32 (fp32 products, no TF32: the
-  // mode that agrees with the CPU backend to float32 rounding). Vectors (norm
-  // weights, biases) are always kept in float32.
+  // bf16 x bf16 with fp32 accumulation), kF16 (the same in fp16: 8x finer rounding of
+  // the products' inputs and the cache, but values beyond 65504 overflow) or kF32 (fp32
+  // products, no TF32: the mode that agrees with the CPU backend to float32 rounding).
+  // Vectors (norm weights, biases) are always kept in float32.
   DType weight_dtype = DType::kBF16;
-  // KV cache dtype the backend asks the engine for (kBF16 or kF32);
-  // kF32 when weight_dtype is kF32.
+  // KV cache dtype the backend asks the engine for (kBF16, kF16 or kF32); kF32 when
+  // weight_dtype is kF32. With 16-bit weights the cache's type may differ from theirs; a kF32
+  // cache keeps the activations in float32 as well (the accurate mode).
   DType kv_dtype = DType::kBF16;
 };
 

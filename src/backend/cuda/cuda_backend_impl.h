@@ -159,7 +159,7 @@ class CudaBackend final : public Backend {
   bool failed() const { return !error_.isOk(); }
   // An op's operand of an unsupported dtype fails the backend (as a CUDA error would).
   bool checkDtypes(const char* what, const TensorView& t, DType want);
-  bool checkActivation(const char* what, const TensorView& t);  // F32 or BF16
+  bool checkActivation(const char* what, const TensorView& t);  // F32, BF16 or F16
   // Grows `b` (device memory) to at least `bytes`; false (and error_ set) on failure. A buffer
   // that recorded graphs may read (`used_by_graphs`) drops them when it moves.
   bool reserve(Buffer& b, size_t bytes, bool used_by_graphs = true);
@@ -170,7 +170,7 @@ class CudaBackend final : public Backend {
   void dropGraphs();
   // Copies part `p` (any float dtype, host memory, maybe unaligned) into `dev` as `dt`, through
   // the pinned staging buffers: each chunk is converted into one while the other's copy runs.
-  Status stageWeight(const TensorView& p, DType dt, uint8_t* dev);
+  Status stageWeight(const TensorView& p, DType dt, uint8_t* dev, const std::string& name);
   cuda::KvLayout kvLayout() const;
   // Key splits for `items` decode rows whose longest visible context is `max_keys`.
   int32_t chooseSplits(int64_t items, int64_t max_keys) const;
@@ -188,7 +188,7 @@ class CudaBackend final : public Backend {
   cudaEvent_t copies_ready_ = nullptr;
   cudaEvent_t copies_done_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  LtGemm lt_;  // bf16 products with a plan per shape
+  LtGemm lt_;  // bf16 / fp16 products with a plan per shape
   Status error_;
   int num_sms_ = 0;
   std::vector<void*> weights_;  // owned device allocations
@@ -202,7 +202,7 @@ class CudaBackend final : public Backend {
   std::vector<uint8_t> staging_src_;  // an aligned copy of a chunk that needs converting
   std::vector<float> staging_f32_;    // a chunk widened to float32 on its way to bf16
   std::vector<Buffer> scratch_;
-  Buffer bf16_x_;    // bf16 copy of a linear's input (cuBLAS path)
+  Buffer half_x_;    // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   Buffer partial_;    // split-key attention partial states
   // Step results (argmaxRowsAsync ids or sampleRowsAsync rows) by ticket parity: on the device
@@ -278,7 +278,8 @@ class CudaBackend final : public Backend {
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)
   bool use_compact_sampling_ = true;  // sampleRows' compact pass for few rows with a small top-k
   int split_waves_ = 2;  // decode attention: key splits until about this many CTAs per SM
-  // Inputs of the products (normed rows, SiLU·mul, attention output) in bf16 when the weights are bf16.
+  // Inputs of the products (normed rows, SiLU·mul, attention output) in the weights' 16-bit type
+  // when the weights and the cache are 16-bit; else float32.
   DType activation_dtype_ = DType::kF32;
   bool capturing_ = false;
   uint64_t alloc_epoch_ = 0;  // bumped by every (re)allocation of a buffer ops read

@@ -42,8 +42,9 @@ bool CudaBackend::checkDtypes(const char* what, const TensorView& t, DType want)
 }
 
 bool CudaBackend::checkActivation(const char* what, const TensorView& t) {
-  if (t.dtype == DType::kF32 || t.dtype == DType::kBF16) return true;
-  fail(invalidArgument(std::string(what) + ": dtype " + std::string(dtypeName(t.dtype)) + ", expected F32 or BF16"));
+  if (t.dtype == DType::kF32 || t.dtype == DType::kBF16 || t.dtype == DType::kF16) return true;
+  fail(invalidArgument(std::string(what) + ": dtype " + std::string(dtypeName(t.dtype)) +
+                       ", expected F32, BF16 or F16"));
   return false;
 }
 
@@ -65,10 +66,10 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   const int64_t R = static_cast<int64_t>(step_.logit_rows.size());
 
   // Attention work lists: context chunks of kFlashMinRows rows or more go to the tensor-core
-  // kernel in tiles of kFlashBlockM rows (bf16 cache, head_dim 64 or 128); every other row is an
+  // kernel in tiles of kFlashBlockM rows (bf16 or fp16 cache, head_dim 64 or 128); every other row is an
   // item of the decode kernel.
   constexpr int64_t kFlashMinRows = 16;
-  const bool flash = use_flash_ && geometry_.dtype == DType::kBF16 &&
+  const bool flash = use_flash_ && (geometry_.dtype == DType::kBF16 || geometry_.dtype == DType::kF16) &&
                      cuda::flashAttentionSupported(kvLayout(), static_cast<int32_t>(geometry_.num_kv_heads));
   items_.clear();
   tiles_.clear();
@@ -226,7 +227,8 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
   if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
-  const bool gemv = w.dtype == DType::kBF16 && use_gemv_ && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
+  const bool half_w = w.dtype == DType::kBF16 || w.dtype == DType::kF16;
+  const bool gemv = half_w && use_gemv_ && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
   OpScope scope(this, [&] {
     int64_t bucket = 1;  // rows as a power-of-two bucket, so one line covers a range of batch sizes
     while (bucket < m) bucket *= 2;
@@ -244,48 +246,54 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
                                       static_cast<int>(m), static_cast<int>(k), &one, f32(w),
                                       static_cast<int>(k), f32(x), static_cast<int>(ld(x)), &zero, f32(out),
                                       static_cast<int>(ld(out))));
-  } else if (w.dtype == DType::kBF16) {
+  } else if (half_w) {
+    // A 16-bit x or out must be of the weights' type (the products take one operand type).
+    if ((x.dtype != DType::kF32 && !checkDtypes("linear x", x, w.dtype)) ||
+        (out.dtype != DType::kF32 && !checkDtypes("linear out", out, w.dtype)))
+      return;
     if (gemv) {
       // Decode-sized: the bandwidth-bound kernel, bias included.
-      LLMRT_CUDA_OP_CHECK(cuda::gemvBf16(x.data, x.dtype, ld(x), w.data, m, k, n, bias_ptr, out.data, out.dtype,
-                                         ld(out), stream_));
+      LLMRT_CUDA_OP_CHECK(cuda::gemv(x.data, x.dtype, ld(x), w.data, w.dtype, m, k, n, bias_ptr, out.data,
+                                     out.dtype, ld(out), stream_));
       return;
     }
-    // bf16 x bf16 with fp32 accumulation. A float32 x is rounded to bf16 first; with float32
-    // activations (the accurate mode: a float32 KV cache) it is split into bf16 hi + lo parts
-    // and the two products are summed (out = W hi + W lo), so x keeps ~16 bits for twice the FLOPs.
+    // 16-bit x 16-bit (the weights' type, H) with fp32 accumulation. A float32 x is rounded to H
+    // first; with float32 activations (the accurate mode: a float32 KV cache) it is split into
+    // H hi + lo parts and the two products are summed (out = W hi + W lo), so x keeps ~16 bits
+    // (bf16) for twice the FLOPs.
     const void* xb = x.data;
     int64_t ldxb = ld(x);
-    const bool split = x.dtype != DType::kBF16 && activation_dtype_ == DType::kF32 && out.dtype == DType::kF32;
+    const bool split = x.dtype == DType::kF32 && activation_dtype_ == DType::kF32 && out.dtype == DType::kF32;
     void* x_lo = nullptr;
-    if (x.dtype != DType::kBF16) {
-      if (!reserve(bf16_x_, static_cast<size_t>(m * k) * (split ? 4 : 2))) return;
+    if (x.dtype == DType::kF32) {
+      if (!reserve(half_x_, static_cast<size_t>(m * k) * (split ? 4 : 2))) return;
       if (split) {
-        x_lo = static_cast<uint8_t*>(bf16_x_.ptr) + static_cast<size_t>(m * k) * 2;
-        LLMRT_CUDA_OP_CHECK(cuda::splitToBf16(f32(x), ld(x), m, k, bf16_x_.ptr, x_lo, stream_));
+        x_lo = static_cast<uint8_t*>(half_x_.ptr) + static_cast<size_t>(m * k) * 2;
+        LLMRT_CUDA_OP_CHECK(cuda::splitToHalf(f32(x), ld(x), m, k, half_x_.ptr, x_lo, w.dtype, stream_));
       } else {
-        LLMRT_CUDA_OP_CHECK(cuda::toBf16(f32(x), ld(x), m, k, bf16_x_.ptr, stream_));
+        LLMRT_CUDA_OP_CHECK(cuda::toHalf(f32(x), ld(x), m, k, half_x_.ptr, w.dtype, stream_));
       }
-      xb = bf16_x_.ptr;
+      xb = half_x_.ptr;
       ldxb = k;
     }
-    const cudaDataType_t out_type = out.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cudaDataType_t in_type = w.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const cudaDataType_t out_type = out.dtype == DType::kF32 ? CUDA_R_32F : in_type;
     // A plan per shape (cuBLASLt); cublasGemmEx where cuBLASLt has no algorithm for it.
     for (const void* part : {xb, static_cast<const void*>(x_lo)}) {
       if (part == nullptr) break;
       const bool accumulate = part != xb;
-      const cublasStatus_t lt = lt_.run(w.data, part, ldxb, out.data, out_type, m, n, k, ld(out), cublas_ws_.ptr,
-                                        cublas_ws_.bytes, stream_, accumulate);
+      const cublasStatus_t lt = lt_.run(in_type, w.data, part, ldxb, out.data, out_type, m, n, k, ld(out),
+                                        cublas_ws_.ptr, cublas_ws_.bytes, stream_, accumulate);
       if (lt != CUBLAS_STATUS_SUCCESS) {
         LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
             cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
-            w.data, CUDA_R_16BF, static_cast<int>(k), part, CUDA_R_16BF, static_cast<int>(ldxb),
+            w.data, in_type, static_cast<int>(k), part, in_type, static_cast<int>(ldxb),
             accumulate ? &one : &zero, out.data, out_type, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F,
             CUBLAS_GEMM_DEFAULT));
       }
     }
   } else {
-    fail(invalidArgument("linear: weight dtype " + std::string(dtypeName(w.dtype)) + " is not F32 or BF16"));
+    fail(invalidArgument("linear: weight dtype " + std::string(dtypeName(w.dtype)) + " is not F32, BF16 or F16"));
     return;
   }
   if (bias_ptr != nullptr)
@@ -362,7 +370,7 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
     a.sliding_window = static_cast<int32_t>(sliding_window);
     a.tiles = dev_.tiles;
     a.num_tiles = dev_.num_tiles;
-    LLMRT_CUDA_OP_CHECK(cuda::flashAttention(primary_, kvLayout(), a, stream_));
+    LLMRT_CUDA_OP_CHECK(cuda::flashAttention(primary_, geometry_.dtype, kvLayout(), a, stream_));
   }
 }
 

@@ -1,5 +1,6 @@
-// Paged decode attention on bf16 tensor cores: the kernel decodeAttention()
-// (cuda_attention.cu) uses for a bf16 cache with head_dim 64 or 128 and a GQA
+// Paged decode attention on bf16 / fp16 tensor cores: the kernel decodeAttention()
+// (cuda_attention.cu) uses for a bf16 or fp16 cache (comments say bf16; the mma takes the
+// cache's type) with head_dim 64 or 128 and a GQA
 // group of at most 8 query heads per KV head. Same semantics, grid and split
 // protocol as the CUDA-core kernel there: one CTA per (query row, kv head,
 // key split), causal with an optional sliding window, and with splits > 1 the
@@ -26,6 +27,7 @@
 // Only rows g (A rows 0..7) carry heads: a[1] and a[3] (rows 8..15) are zero,
 // and so are the corresponding accumulator halves, which are never read.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cmath>
 
@@ -64,9 +66,9 @@ struct Geometry {
   static_assert(kThreads % kChunksPerRow == 0 && kTileKeys % kRowsPerPass == 0, "load mapping");
 };
 
-template <int kHeadDim>
+template <int kHeadDim, typename H>
 __global__ void __launch_bounds__(kThreads)
-    decodeMmaKernel(const __nv_bfloat16* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
+    decodeMmaKernel(const H* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
                     int tpb_shift) {
   using G = Geometry<kHeadDim>;
   constexpr int kDimChunks = kHeadDim / 16;  // k-chunks of S = Q K^T, dim pairs of O = P V
@@ -104,8 +106,8 @@ __global__ void __launch_bounds__(kThreads)
       const int row = ld_row + i * G::kRowsPerPass;
       const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
       const bool valid = j < end;
-      const __nv_bfloat16* k_src = pool;
-      const __nv_bfloat16* v_src = pool;
+      const H* k_src = pool;
+      const H* v_src = pool;
       if (valid) {
         const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
                            (j & tpb_mask) * kHeadDim + ld_chunk * 8;
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int half = 0; half < 2; ++half) {
         const int col = c * 16 + half * 8 + 2 * tq;
         const float x = ok ? q_row[col] : 0.0f, y = ok ? q_row[col + 1] : 0.0f;
-        splitBf16(x, y, q_hi[c][2 * half], q_lo[c][2 * half]);
+        splitPair<H>(x, y, q_hi[c][2 * half], q_lo[c][2 * half]);
         q_hi[c][2 * half + 1] = q_lo[c][2 * half + 1] = 0u;
       }
     }
@@ -168,10 +170,10 @@ __global__ void __launch_bounds__(kThreads)
       for (int c = 0; c < kDimChunks; ++c) {
         uint32_t b[4];
         ldmatrixX4(b, k_tile + ((warp * 16 + k_lm_row) * G::kStride + c * 16 + k_lm_col) * 2);
-        mmaBf16(s[0], q_hi[c], b[0], b[1]);
-        mmaBf16(s[1], q_hi[c], b[2], b[3]);
-        mmaBf16(s[0], q_lo[c], b[0], b[1]);
-        mmaBf16(s[1], q_lo[c], b[2], b[3]);
+        mma16816<H>(s[0], q_hi[c], b[0], b[1]);
+        mma16816<H>(s[1], q_hi[c], b[2], b[3]);
+        mma16816<H>(s[0], q_lo[c], b[0], b[1]);
+        mma16816<H>(s[1], q_lo[c], b[2], b[3]);
       }
       if (k0 + 16 > end) {
 #pragma unroll
@@ -188,10 +190,10 @@ __global__ void __launch_bounds__(kThreads)
       const float corr = exp2f(row_max * scale_log2 - max_scaled);  // 0 on the first tile
       row_max = m_new;
       uint32_t p[4];
-      p[0] = packBf16(exp2f(fmaf(s[0][0], scale_log2, -max_scaled)), exp2f(fmaf(s[0][1], scale_log2, -max_scaled)));
-      p[2] = packBf16(exp2f(fmaf(s[1][0], scale_log2, -max_scaled)), exp2f(fmaf(s[1][1], scale_log2, -max_scaled)));
+      p[0] = packPair<H>(exp2f(fmaf(s[0][0], scale_log2, -max_scaled)), exp2f(fmaf(s[0][1], scale_log2, -max_scaled)));
+      p[2] = packPair<H>(exp2f(fmaf(s[1][0], scale_log2, -max_scaled)), exp2f(fmaf(s[1][1], scale_log2, -max_scaled)));
       p[1] = p[3] = 0u;
-      row_sum = row_sum * corr + (bf16Lo(p[0]) + bf16Hi(p[0]) + bf16Lo(p[2]) + bf16Hi(p[2]));
+      row_sum = row_sum * corr + (pairSum<H>(p[0]) + pairSum<H>(p[2]));
 #pragma unroll
       for (int i = 0; i < kDimTiles; ++i) {
         o_acc[i][0] *= corr;
@@ -201,8 +203,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int dp = 0; dp < kDimChunks; ++dp) {
         uint32_t b[4];
         ldmatrixX4Trans(b, v_tile + ((warp * 16 + v_lm_row) * G::kStride + dp * 16 + v_lm_col) * 2);
-        mmaBf16(o_acc[2 * dp], p, b[0], b[1]);
-        mmaBf16(o_acc[2 * dp + 1], p, b[2], b[3]);
+        mma16816<H>(o_acc[2 * dp], p, b[0], b[1]);
+        mma16816<H>(o_acc[2 * dp + 1], p, b[2], b[3]);
       }
     }
   }
@@ -256,19 +258,19 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int kHeadDim>
+template <int kHeadDim, typename H>
 cudaError_t optInOne() {
-  return cudaFuncSetAttribute(decodeMmaKernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  return cudaFuncSetAttribute(decodeMmaKernel<kHeadDim, H>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(Geometry<kHeadDim>::kSmemBytes));
 }
 
-template <int kHeadDim>
+template <int kHeadDim, typename H>
 cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
   const int tpb_shift = tokensPerBlockShift(g);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
-  return launchPdl(decodeMmaKernel<kHeadDim>, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream,
-                   static_cast<const __nv_bfloat16*>(pool), g, a, group, tpb_shift);
+  return launchPdl(decodeMmaKernel<kHeadDim, H>, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream,
+                   static_cast<const H*>(pool), g, a, group, tpb_shift);
 }
 
 }  // namespace
@@ -281,16 +283,21 @@ bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool) 
 }
 
 cudaError_t initDecodeMmaKernels() {
-  const cudaError_t e = optInOne<64>();
-  return e != cudaSuccess ? e : optInOne<128>();
+  cudaError_t e = optInOne<64, __nv_bfloat16>();
+  if (e == cudaSuccess) e = optInOne<128, __nv_bfloat16>();
+  if (e == cudaSuccess) e = optInOne<64, __half>();
+  return e != cudaSuccess ? e : optInOne<128, __half>();
 }
 
-cudaError_t decodeAttentionMma(const void* pool_bf16, const KvLayout& g, const DecodeAttnArgs& a,
+cudaError_t decodeAttentionMma(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                                cudaStream_t stream) {
-  if (!decodeMmaSupported(g, a.num_heads, pool_bf16) || a.layer < 0) return cudaErrorInvalidValue;
+  if (!decodeMmaSupported(g, a.num_heads, pool) || a.layer < 0) return cudaErrorInvalidValue;
   const int group = static_cast<int>(a.num_heads / g.num_kv_heads);
-  if (g.head_dim == 64) return launchOne<64>(pool_bf16, g, a, group, stream);
-  return launchOne<128>(pool_bf16, g, a, group, stream);
+  return withHalfType(kv_dtype, [&](auto tag) {
+    using H = decltype(tag);
+    return g.head_dim == 64 ? launchOne<64, H>(pool, g, a, group, stream)
+                            : launchOne<128, H>(pool, g, a, group, stream);
+  });
 }
 
 }  // namespace llmrt::cuda

@@ -1,5 +1,6 @@
-// FlashAttention-2-style context attention over the paged bf16 KV cache, on
-// bf16 tensor cores through mma.sync.m16n8k16 (sm_80+; built for sm_90a).
+// FlashAttention-2-style context attention over the paged bf16 or fp16 KV cache, on
+// tensor cores of the cache's type through mma.sync.m16n8k16 (sm_80+; built for sm_90a).
+// The comments say bf16; with an fp16 cache read fp16 (Q's parts, P and the mma are fp16 then).
 //
 // Work decomposition
 //   grid  = (num_tiles, num_heads), block = 128 threads (4 warps).
@@ -43,7 +44,7 @@
 //      mma actually uses, so O / l is an exact convex combination of the V
 //      rows with those weights. A warp skips key tiles that no row of its own
 //      sees (exact: such a tile would only contribute zeros).
-//   5. O / l is written as fp32 for the valid rows of the tile.
+//   5. O / l is written (fp32, bf16 or fp16: out_dtype) for the valid rows of the tile.
 //   Rows past the end of a partial tile get Q = 0 and the position of the
 //   last valid row, so they compute harmless finite values and are not
 //   written. A row whose keys in a tile are all masked keeps m = -inf safely:
@@ -72,6 +73,7 @@
 // start 4 banks apart and cover all 32 banks, so ldmatrix and the cp.async
 // stores are free of bank conflicts.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <atomic>
 #include <cmath>
@@ -113,19 +115,21 @@ __device__ __forceinline__ void storePair(float* p, float x, float y, bool vec) 
     p[1] = y;
   }
 }
-__device__ __forceinline__ void storePair(__nv_bfloat16* p, float x, float y, bool vec) {
+template <typename H>
+__device__ __forceinline__ void storePair(H* p, float x, float y, bool vec) {
   if (vec) {
-    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+    *reinterpret_cast<uint32_t*>(p) = floatsToPair(x, y, p);
   } else {
-    p[0] = __float2bfloat16_rn(x);
-    p[1] = __float2bfloat16_rn(y);
+    storeFloat(p, x);
+    storeFloat(p + 1, y);
   }
 }
 
 // vec_io: q and out are 8-byte aligned with even leading dimensions (float2 access).
-template <int kHeadDim>
+// H: the cache's element type and the products' operand type (__nv_bfloat16 or __half).
+template <int kHeadDim, typename H>
 __global__ void __launch_bounds__(kThreads)
-    flashAttentionKernel(const __nv_bfloat16* __restrict__ pool, KvLayout g, FlashAttnArgs a, int tpb_shift,
+    flashAttentionKernel(const H* __restrict__ pool, KvLayout g, FlashAttnArgs a, int tpb_shift,
                          bool vec_io) {
   using G = Geometry<kHeadDim>;
   constexpr int kDimChunks = kHeadDim / 16;  // k-chunks of S = Q K^T, dim pairs of O = P V
@@ -169,8 +173,8 @@ __global__ void __launch_bounds__(kThreads)
       const int row = ld_row + i * G::kRowsPerPass;
       const int j = kt * kBlockN + row;  // key position
       const bool valid = j >= key_lo && j <= p_last;
-      const __nv_bfloat16* k_src = pool;  // any valid address; not read when !valid
-      const __nv_bfloat16* v_src = pool;
+      const H* k_src = pool;  // any valid address; not read when !valid
+      const H* v_src = pool;
       if (valid) {
         const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
                            static_cast<int64_t>(j & tpb_mask) * kHeadDim + ld_chunk * 8;
@@ -212,7 +216,7 @@ __global__ void __launch_bounds__(kThreads)
             y = q_row[col + 1];
           }
         }
-        splitBf16(x, y, q_hi[c][h + 2 * half], q_lo[c][h + 2 * half]);
+        splitPair<H>(x, y, q_hi[c][h + 2 * half], q_lo[c][h + 2 * half]);
       }
     }
   }
@@ -265,10 +269,10 @@ __global__ void __launch_bounds__(kThreads)
         for (int kp = 0; kp < kBlockN / 16; ++kp) {
           uint32_t b[4];
           ldmatrixX4(b, k_tile + ((kp * 16 + k_lm_row) * G::kStride + c * 16 + k_lm_col) * 2);
-          mmaBf16(s[2 * kp], q_hi[c], b[0], b[1]);      // keys 16kp .. 16kp+7
-          mmaBf16(s[2 * kp + 1], q_hi[c], b[2], b[3]);  // keys 16kp+8 .. 16kp+15
-          mmaBf16(s[2 * kp], q_lo[c], b[0], b[1]);      // the low parts, same K fragments
-          mmaBf16(s[2 * kp + 1], q_lo[c], b[2], b[3]);
+          mma16816<H>(s[2 * kp], q_hi[c], b[0], b[1]);      // keys 16kp .. 16kp+7
+          mma16816<H>(s[2 * kp + 1], q_hi[c], b[2], b[3]);  // keys 16kp+8 .. 16kp+15
+          mma16816<H>(s[2 * kp], q_lo[c], b[0], b[1]);      // the low parts, same K fragments
+          mma16816<H>(s[2 * kp + 1], q_lo[c], b[2], b[3]);
         }
       }
 
@@ -315,9 +319,9 @@ __global__ void __launch_bounds__(kThreads)
           for (int h = 0; h < 2; ++h) {
             const float x = exp2f(fmaf(s[nt][2 * h], scale_log2, -max_scaled[h]));
             const float y = exp2f(fmaf(s[nt][2 * h + 1], scale_log2, -max_scaled[h]));
-            const uint32_t packed = packBf16(x, y);
+            const uint32_t packed = packPair<H>(x, y);
             p_frag[c][h + 2 * half] = packed;
-            tile_sum[h] += bf16Lo(packed) + bf16Hi(packed);
+            tile_sum[h] += pairSum<H>(packed);
           }
         }
       }
@@ -338,8 +342,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int dp = 0; dp < kDimChunks; ++dp) {
           uint32_t b[4];
           ldmatrixX4Trans(b, v_tile + ((c * 16 + v_lm_row) * G::kStride + dp * 16 + v_lm_col) * 2);
-          mmaBf16(o_acc[2 * dp], p_frag[c], b[0], b[1]);      // dims 16dp .. 16dp+7
-          mmaBf16(o_acc[2 * dp + 1], p_frag[c], b[2], b[3]);  // dims 16dp+8 .. 16dp+15
+          mma16816<H>(o_acc[2 * dp], p_frag[c], b[0], b[1]);      // dims 16dp .. 16dp+7
+          mma16816<H>(o_acc[2 * dp + 1], p_frag[c], b[2], b[3]);  // dims 16dp+8 .. 16dp+15
         }
       }
     }
@@ -369,14 +373,16 @@ __global__ void __launch_bounds__(kThreads)
     };
     if (a.out_dtype == DType::kBF16)
       write(static_cast<__nv_bfloat16*>(a.out) + o_off);
+    else if (a.out_dtype == DType::kF16)
+      write(static_cast<__half*>(a.out) + o_off);
     else
       write(static_cast<float*>(a.out) + o_off);
   }
 }
 
-template <int kHeadDim>
+template <int kHeadDim, typename H>
 cudaError_t setKernelAttributes() {
-  auto kernel = flashAttentionKernel<kHeadDim>;
+  auto kernel = flashAttentionKernel<kHeadDim, H>;
   constexpr size_t smem = Geometry<kHeadDim>::kSmemBytes;
   if (smem > 48 * 1024) {
     const cudaError_t e =
@@ -392,15 +398,15 @@ cudaError_t setKernelAttributes() {
 
 std::atomic<bool> g_attributes_set{false};
 
-template <int kHeadDim>
+template <int kHeadDim, typename H>
 cudaError_t launchFlash(const void* pool, const KvLayout& g, const FlashAttnArgs& a, cudaStream_t stream) {
   const int tpb_shift = tokensPerBlockShift(g);
   const bool vec_io = reinterpret_cast<uintptr_t>(a.q) % 8 == 0 && a.ld_q % 2 == 0 &&
-                      reinterpret_cast<uintptr_t>(a.out) % (a.out_dtype == DType::kBF16 ? 4 : 8) == 0 &&
+                      reinterpret_cast<uintptr_t>(a.out) % (a.out_dtype == DType::kF32 ? 8 : 4) == 0 &&
                       a.ld_out % 2 == 0;
   const dim3 grid(static_cast<unsigned>(a.num_tiles), static_cast<unsigned>(a.num_heads));
-  flashAttentionKernel<kHeadDim><<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(
-      static_cast<const __nv_bfloat16*>(pool), g, a, tpb_shift, vec_io);
+  flashAttentionKernel<kHeadDim, H><<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(
+      static_cast<const H*>(pool), g, a, tpb_shift, vec_io);
   return cudaGetLastError();
 }
 
@@ -414,16 +420,18 @@ bool flashAttentionSupported(const KvLayout& g, int32_t num_heads) {
 }
 
 cudaError_t initFlashAttentionKernels() {
-  cudaError_t e = setKernelAttributes<64>();
-  if (e == cudaSuccess) e = setKernelAttributes<128>();
+  cudaError_t e = setKernelAttributes<64, __nv_bfloat16>();
+  if (e == cudaSuccess) e = setKernelAttributes<128, __nv_bfloat16>();
+  if (e == cudaSuccess) e = setKernelAttributes<64, __half>();
+  if (e == cudaSuccess) e = setKernelAttributes<128, __half>();
   if (e == cudaSuccess) g_attributes_set.store(true, std::memory_order_release);
   return e;
 }
 
-cudaError_t flashAttention(const void* pool_bf16, const KvLayout& g, const FlashAttnArgs& a,
+cudaError_t flashAttention(const void* pool, DType kv_dtype, const KvLayout& g, const FlashAttnArgs& a,
                            cudaStream_t stream) {
-  if (a.num_tiles < 0 || !flashAttentionSupported(g, a.num_heads) ||
-      reinterpret_cast<uintptr_t>(pool_bf16) % 16 != 0 || a.layer < 0) {
+  if (a.num_tiles < 0 || !flashAttentionSupported(g, a.num_heads) || reinterpret_cast<uintptr_t>(pool) % 16 != 0 ||
+      a.layer < 0 || (kv_dtype != DType::kBF16 && kv_dtype != DType::kF16)) {
     return cudaErrorInvalidValue;
   }
   if (a.num_tiles == 0) return cudaSuccess;
@@ -431,8 +439,10 @@ cudaError_t flashAttention(const void* pool_bf16, const KvLayout& g, const Flash
     const cudaError_t e = initFlashAttentionKernels();
     if (e != cudaSuccess) return e;
   }
-  if (g.head_dim == 64) return launchFlash<64>(pool_bf16, g, a, stream);
-  return launchFlash<128>(pool_bf16, g, a, stream);
+  return withHalfType(kv_dtype, [&](auto tag) {
+    using H = decltype(tag);
+    return g.head_dim == 64 ? launchFlash<64, H>(pool, g, a, stream) : launchFlash<128, H>(pool, g, a, stream);
+  });
 }
 
 }  // namespace llmrt::cuda

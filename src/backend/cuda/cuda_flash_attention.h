@@ -1,5 +1,5 @@
-// FlashAttention-2-style context (prefill) attention over the paged bf16 KV
-// cache, on bf16 tensor cores (mma.sync m16n8k16); see cuda_flash_attention.cu
+// FlashAttention-2-style context (prefill) attention over the paged bf16 or fp16
+// KV cache, on tensor cores of the cache's type (mma.sync m16n8k16); see cuda_flash_attention.cu
 // for the algorithm and the fragment layouts. Same semantics as `attention()`
 // in cuda_attention.cu (causal, HF sliding window, GQA, queries after a cached
 // prefix); the backend picks this kernel where flashAttentionSupported() says
@@ -24,7 +24,7 @@ constexpr int kFlashBlockM = 64;
 struct FlashAttnArgs {
   const float* q;  // [tokens, num_heads * head_dim], fp32, already rotated (RoPE), NOT scaled
   int64_t ld_q;
-  void* out;  // [tokens, num_heads * head_dim], fp32 or bf16 (out_dtype)
+  void* out;  // [tokens, num_heads * head_dim], fp32, bf16 or fp16 (out_dtype)
   DType out_dtype;
   int64_t ld_out;
   int32_t num_heads;  // query heads; num_heads % g.num_kv_heads == 0
@@ -41,7 +41,7 @@ struct FlashAttnArgs {
 // True when the kernel supports this geometry: head_dim 64 or 128; tokens_per_block a power of two
 // (any, 1 included); num_kv_heads >= 1; 1 <= num_heads <= 65535 and num_heads % num_kv_heads == 0
 // (any GQA group); elems_per_block a multiple of 8 (16-byte aligned blocks). The pool must be bf16
-// (the caller's responsibility: this function sees no dtype).
+// or fp16 (flashAttention checks its dtype).
 bool flashAttentionSupported(const KvLayout& g, int32_t num_heads);
 
 // Shared-memory opt-ins of the flash kernels (cudaFuncSetAttribute); call once per device before
@@ -50,9 +50,9 @@ bool flashAttentionSupported(const KvLayout& g, int32_t num_heads);
 cudaError_t initFlashAttentionKernels();
 
 // Enqueues the kernel on `stream`; returns cudaErrorInvalidValue for an unsupported geometry, a pool
-// not 16-byte aligned or num_tiles < 0, else the launch's error. num_tiles == 0 launches nothing.
+// not 16-byte aligned, a cache neither bf16 nor fp16 or num_tiles < 0, else the launch's error. num_tiles == 0 launches nothing.
 // `q`/`out` may have any alignment and leading dimension (8-byte aligned with even ld is faster).
-cudaError_t flashAttention(const void* pool_bf16, const KvLayout& g, const FlashAttnArgs& a,
+cudaError_t flashAttention(const void* pool, DType kv_dtype, const KvLayout& g, const FlashAttnArgs& a,
                            cudaStream_t stream);
 
 }  // namespace llmrt::cuda

@@ -16,12 +16,13 @@ void LtGemm::destroy(Plan& p) {
 
 cublasStatus_t LtGemm::init() { return cublasLtCreate(&lt_); }
 
-cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out, cudaDataType_t out_type, int64_t m,
-                           int64_t n, int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes,
-                           cudaStream_t stream, bool accumulate) {
+cublasStatus_t LtGemm::run(cudaDataType_t in_type, const void* w, const void* x, int64_t ldx, void* out,
+                           cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
+                           size_t workspace_bytes, cudaStream_t stream, bool accumulate) {
   // Row-major out[m, n] = x W^T is column-major out^T[n, m] = W^T x^T with W stored
   // column-major [k, n] (ld k) used transposed and x^T column-major [k, m] (ld ldx).
-  const Shape shape{m, n, k, ldc, ldx, static_cast<int64_t>(out_type), static_cast<int64_t>(workspace_bytes)};
+  const Shape shape{m, n, k, ldc, ldx, static_cast<int64_t>(in_type), static_cast<int64_t>(out_type),
+                    static_cast<int64_t>(workspace_bytes)};
   auto it = plans_.find(shape);
   if (it == plans_.end()) {
     if (plans_.size() > 4096) {  // many distinct batch sizes: start over
@@ -35,8 +36,8 @@ cublasStatus_t LtGemm::run(const void* w, const void* x, int64_t ldx, void* out,
       s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
     if (s == CUBLAS_STATUS_SUCCESS)
       s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, k, n, k);
-    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, m, ldx);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.a, in_type, k, n, k);
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.b, in_type, k, m, ldx);
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatrixLayoutCreate(&p.c, out_type, n, m, ldc);
     cublasLtMatmulPreference_t pref = nullptr;
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceCreate(&pref);

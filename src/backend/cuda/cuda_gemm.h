@@ -1,4 +1,4 @@
-// bf16 matrix products through cuBLASLt with a plan per shape: the layouts, the
+// bf16 / fp16 matrix products through cuBLASLt with a plan per shape: the layouts, the
 // operation descriptor and the algorithm (cuBLASLt's heuristic, asked once) are
 // made the first time a shape is seen and reused, so a product costs one
 // cublasLtMatmul call on the host (cublasGemmEx re-runs the choice every call).
@@ -24,12 +24,12 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
 
   cublasStatus_t init();
-  // out[m, n] (float32 or bf16 per out_type, row stride ldc) = x[m, k] (bf16, row stride ldx)
-  // W[n, k]^T (bf16, contiguous), fp32 accumulation; with `accumulate`, out += x W^T instead.
-  // `workspace` must stay valid while the product runs.
-  cublasStatus_t run(const void* w, const void* x, int64_t ldx, void* out, cudaDataType_t out_type, int64_t m,
-                     int64_t n, int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes,
-                     cudaStream_t stream, bool accumulate = false);
+  // out[m, n] (float32 or in_type per out_type, row stride ldc) = x[m, k] (in_type, row stride
+  // ldx) W[n, k]^T (in_type, contiguous), fp32 accumulation; in_type CUDA_R_16BF or CUDA_R_16F.
+  // With `accumulate`, out += x W^T instead. `workspace` must stay valid while the product runs.
+  cublasStatus_t run(cudaDataType_t in_type, const void* w, const void* x, int64_t ldx, void* out,
+                     cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
+                     size_t workspace_bytes, cudaStream_t stream, bool accumulate = false);
 
  private:
   struct Plan {
@@ -38,8 +38,8 @@ class LtGemm {
     cublasLtMatmulAlgo_t algo{};
     size_t workspace = 0;
   };
-  // m, n, k, ldc, ldx, output type, workspace bytes
-  using Shape = std::array<int64_t, 7>;
+  // m, n, k, ldc, ldx, input type, output type, workspace bytes
+  using Shape = std::array<int64_t, 8>;
   static void destroy(Plan& p);
   cublasLtHandle_t lt_ = nullptr;
   std::map<Shape, Plan> plans_;

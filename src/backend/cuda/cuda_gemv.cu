@@ -1,5 +1,5 @@
 // Matrix-vector products for decode: out[m, n] = x[m, k] W[n, k]^T (+ bias) with W in
-// bf16 and at most kGemvMaxRows rows of x (float32 or bf16; out float32 or bf16). Batch-1..8 decode is bound by
+// bf16 or fp16 and at most kGemvMaxRows rows of x (float32 or W's type; out float32 or W's type). Batch-1..8 decode is bound by
 // reading W once, so the kernel is built around that stream: each warp owns R
 // consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512
 // contiguous bytes per warp and row), U chunks in flight per row (4 for m <= 2); x (a few KiB,
@@ -7,6 +7,7 @@
 // float32 and are reduced across the warp at the end, bias added in the same pass.
 // No conversion of x to bf16, no workspace: one launch per product.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 
@@ -27,11 +28,11 @@ __device__ __forceinline__ uint4 loadStreaming(const uint4* p) {
   return v;
 }
 
+template <typename W>
 __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
-  const float2 w0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.x));
-  const float2 w1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.y));
-  const float2 w2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.z));
-  const float2 w3 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w.w));
+  const W* tag = nullptr;
+  const float2 w0 = pairToFloat2(w.x, tag), w1 = pairToFloat2(w.y, tag);
+  const float2 w2 = pairToFloat2(w.z, tag), w3 = pairToFloat2(w.w, tag);
   float s = w0.x * a.x;
   s = fmaf(w0.y, a.y, s);
   s = fmaf(w1.x, a.z, s);
@@ -43,11 +44,12 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return s;
 }
 
-template <int M, int R, int U, typename TX>
+// W: the weights' type (__nv_bfloat16 or __half); TX: float or W; out float or W (out_half).
+template <int M, int R, int U, typename W, typename TX>
 __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__ x, int64_t ld_x,
-                                                          const __nv_bfloat16* __restrict__ w, int64_t k,
+                                                          const W* __restrict__ w, int64_t k,
                                                           int64_t n, const float* __restrict__ bias,
-                                                          void* __restrict__ out, bool out_bf16, int64_t ld_out,
+                                                          void* __restrict__ out, bool out_half, int64_t ld_out,
                                                           int prefetch) {
   const int lane = threadIdx.x % 32;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
@@ -88,7 +90,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
         float4 a, b;
         load8(x + m * ld_x + 8 * (c + 32 * u), a, b);
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[m][r] += dot8(wv[u][r], a, b);
+        for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
       }
     }
   }
@@ -101,7 +103,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
       float4 a0, b0;
       load8(x + m * ld_x + 8 * c, a0, b0);
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[m][r] += dot8(w0[r], a0, b0);
+      for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(w0[r], a0, b0);
     }
   }
 #pragma unroll
@@ -119,58 +121,67 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
     for (int r = 0; r < R; ++r)
       if (lane == (m * R + r) % 32 && n0 + r < n) {
         const float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
-        if (out_bf16)
-          static_cast<__nv_bfloat16*>(out)[m * ld_out + n0 + r] = __float2bfloat16_rn(v);
+        if (out_half)
+          storeFloat(static_cast<W*>(out) + m * ld_out + n0 + r, v);
         else
           static_cast<float*>(out)[m * ld_out + n0 + r] = v;
       }
 }
 
-template <int M, int R, int U = (M <= 2 ? 4 : 2)>
+template <int M, int R, typename W, int U = (M <= 2 ? 4 : 2)>
 cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t k, int64_t n,
                    const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
-  const auto* wb = static_cast<const __nv_bfloat16*>(w);
-  const bool out_bf16 = out_dtype == DType::kBF16;
+  const auto* wb = static_cast<const W*>(w);
+  const bool out_half = out_dtype != DType::kF32;
   // Prefetch at most ~16 MiB of W (a third of the L2) per product: chunks of 512 bytes per warp and row.
   const int prefetch = pdlEnabled() ? static_cast<int>(std::min<int64_t>(8, (int64_t{16} << 20) / (n * 512))) : 0;
-  if (x_dtype == DType::kBF16)
-    return launchPdl(gemvKernel<M, R, U, __nv_bfloat16>, blocks, kWarps * 32, 0, stream,
-                     static_cast<const __nv_bfloat16*>(x), ld_x, wb, k, n, bias, out, out_bf16, ld_out, prefetch);
-  return launchPdl(gemvKernel<M, R, U, float>, blocks, kWarps * 32, 0, stream, static_cast<const float*>(x), ld_x, wb,
-                   k, n, bias, out, out_bf16, ld_out, prefetch);
+  if (x_dtype != DType::kF32)
+    return launchPdl(gemvKernel<M, R, U, W, W>, blocks, kWarps * 32, 0, stream, static_cast<const W*>(x), ld_x, wb,
+                     k, n, bias, out, out_half, ld_out, prefetch);
+  return launchPdl(gemvKernel<M, R, U, W, float>, blocks, kWarps * 32, 0, stream, static_cast<const float*>(x), ld_x,
+                   wb, k, n, bias, out, out_half, ld_out, prefetch);
 }
 
-}  // namespace
-
-bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k) {
-  const int64_t per16 = x_dtype == DType::kBF16 ? 8 : (x_dtype == DType::kF32 ? 4 : 0);  // elements per 16 bytes
-  return per16 > 0 && m >= 1 && m <= kGemvMaxRows && k % 8 == 0 && k > 0 && ld_x % per16 == 0 &&
-         reinterpret_cast<uintptr_t>(x) % 16 == 0;
-}
-
-cudaError_t gemvBf16(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
-                     const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0)
-    return cudaErrorInvalidValue;
+template <typename W>
+cudaError_t launchFor(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
+                      const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   // More rows of W per warp as m grows: x is re-read from L1 once per row group.
   // One row per warp where W has few rows (q/k/v, o, down: 4096-6144), so twice the warps
   // keep loads in flight; two rows per warp for the wide ones (gate/up, lm_head).
   const bool narrow = n <= 16384;
   switch (m) {
-    case 1: return narrow ? launch<1, 1>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
-                          : launch<1, 2>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 2: return narrow ? launch<2, 1>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
-                          : launch<2, 2>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 3: return launch<3, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 4: return launch<4, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 5: return launch<5, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 6: return launch<6, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 7: return launch<7, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    default: return launch<8, 4>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 1: return narrow ? launch<1, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
+                          : launch<1, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 2: return narrow ? launch<2, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
+                          : launch<2, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 3: return launch<3, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 4: return launch<4, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 5: return launch<5, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 6: return launch<6, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 7: return launch<7, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    default: return launch<8, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
   }
+}
+
+}  // namespace
+
+bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k) {
+  const int64_t per16 =  // elements per 16 bytes
+      x_dtype == DType::kBF16 || x_dtype == DType::kF16 ? 8 : (x_dtype == DType::kF32 ? 4 : 0);
+  return per16 > 0 && m >= 1 && m <= kGemvMaxRows && k % 8 == 0 && k > 0 && ld_x % per16 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
+                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
+      (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype))
+    return cudaErrorInvalidValue;
+  return withHalfType(w_dtype, [&](auto tag) { return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias,
+                                                                               out, out_dtype, ld_out, stream); });
 }
 
 }  // namespace llmrt::cuda

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -13,29 +14,30 @@
 
 namespace llmrt::cuda {
 
-// out[i, :] = table[ids[i], :]; table is F32 or BF16 [*, dim].
+// out[i, :] = table[ids[i], :]; table is F32, BF16 or F16 [*, dim].
 cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
                       float* out, int64_t ld_out, cudaStream_t stream);
 // With `residual` null: out = rmsNorm(x) * w. Otherwise residual += x; out = rmsNorm(residual) * w.
-// out is F32 or BF16 (`out_dtype`); the rest float32.
+// out is F32, BF16 or F16 (`out_dtype`); the rest float32.
 cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
                     int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // x += y
 cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
                 cudaStream_t stream);
-// out[r, :] += bias (out F32 or BF16)
+// out[r, :] += bias (out F32, BF16 or F16)
 cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream);
 // out[i, :] = src[rows[i], :]
 cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols,
                        float* out, int64_t ld_out, cudaStream_t stream);
-// out[r, i] = silu(gu[r, i]) * gu[r, inter + i] (gu and out each F32 or BF16)
+// out[r, i] = silu(gu[r, i]) * gu[r, inter + i] (gu and out each F32, BF16 or F16)
 cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream);
-// Converts a F32 [rows, cols] view (row stride ld) to contiguous BF16 [rows, cols].
-cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream);
-// The same as two contiguous BF16 parts: hi = bf16(x), lo = bf16(x - hi) (x ~ hi + lo to ~16 bits).
-cudaError_t splitToBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo,
+// Converts a F32 [rows, cols] view (row stride ld) to contiguous `dtype` (BF16 or F16) [rows, cols].
+cudaError_t toHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, DType dtype,
+                   cudaStream_t stream);
+// The same as two contiguous parts: hi = H(x), lo = H(x - hi) (x ~ hi + lo to ~16 bits for bf16).
+cudaError_t splitToHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo, DType dtype,
                         cudaStream_t stream);
 
 // KV pool geometry as the kernels see it.
@@ -61,7 +63,7 @@ struct AttnSeqDev {
 
 // Rotates every row r of q/k in place (HF rotate-half, the first 2*half features of each head) at
 // positions[r] with the RoPE table row_table[r] of inv_freq ([tables][half]), then writes the rotated
-// k and v of the row into the pool (F32 or BF16) of `layer` at slots[r] (skipped when < 0).
+// k and v of the row into the pool (F32, BF16 or F16) of `layer` at slots[r] (skipped when < 0).
 struct RopeKvArgs {
   float* q;
   int64_t ld_q;
@@ -89,7 +91,7 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
 struct DecodeAttnArgs {
   const float* q;
   int64_t ld_q;
-  void* out;  // F32 or BF16 (out_dtype)
+  void* out;  // F32, BF16 or F16 (out_dtype)
   DType out_dtype;
   int64_t ld_out;
   int32_t num_heads;
@@ -102,17 +104,17 @@ struct DecodeAttnArgs {
   int32_t num_items;
   int32_t splits;  // 1..1024
   float* partial;
-  // A bf16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
+  // A bf16 / fp16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
   // unless this is false (LLMRT_CUDA_DISABLE=mmadecode, for measurements).
   bool tensor_cores = true;
 };
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream);
-// The tensor-core decode kernel (cuda_decode_mma.cu): bf16 cache, head_dim 64 or 128, a GQA group of
+// The tensor-core decode kernel (cuda_decode_mma.cu): bf16 or fp16 cache, head_dim 64 or 128, a GQA group of
 // at most 8, tokens_per_block a power of two, 16-byte aligned pool and blocks. decodeAttentionMma
 // launches only the attention kernel (decodeAttention adds the split merge).
 bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool);
-cudaError_t decodeAttentionMma(const void* pool_bf16, const KvLayout& g, const DecodeAttnArgs& a,
+cudaError_t decodeAttentionMma(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                                cudaStream_t stream);
 cudaError_t initDecodeMmaKernels();
 
@@ -137,10 +139,12 @@ __device__ __forceinline__ DecodeKeys decodeKeys(const DecodeAttnArgs& a, int it
   k.end = min(pos + 1, k.begin + chunk);
   return k;
 }
-// out[i] = v in the output's dtype (F32 or BF16).
+// out[i] = v in the output's dtype (F32, BF16 or F16).
 __device__ __forceinline__ void storeDecodeOut(const DecodeAttnArgs& a, int64_t i, float v) {
   if (a.out_dtype == DType::kBF16)
     static_cast<__nv_bfloat16*>(a.out)[i] = __float2bfloat16_rn(v);
+  else if (a.out_dtype == DType::kF16)
+    static_cast<__half*>(a.out)[i] = __float2half_rn(v);
   else
     static_cast<float*>(a.out)[i] = v;
 }
@@ -171,12 +175,12 @@ cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, c
 bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab);
 size_t sampleCompactBytes(int64_t rows);
 
-// out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 and m <= kGemvMaxRows: a bandwidth-bound
-// matrix-vector kernel reading x (F32 or BF16) directly; out F32 or BF16. Requires k % 8 == 0 and
-// 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
+// out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 or F16 (w_dtype) and m <= kGemvMaxRows: a
+// bandwidth-bound matrix-vector kernel reading x (F32 or w_dtype) directly; out F32 or w_dtype. Requires
+// k % 8 == 0 and 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
 constexpr int64_t kGemvMaxRows = 8;
 bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k);
-cudaError_t gemvBf16(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
-                     const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
+cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
+                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
 
 }  // namespace llmrt::cuda

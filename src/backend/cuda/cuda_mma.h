@@ -1,11 +1,13 @@
 // Device helpers shared by the tensor-core attention kernels (cuda_flash_attention.cu,
 // cuda_decode_mma.cu): 16-byte cp.async copies into shared memory, ldmatrix, and
-// mma.sync.m16n8k16 with bf16 operands and fp32 accumulators. The fragment layouts are
+// mma.sync.m16n8k16 with bf16 or fp16 operands and fp32 accumulators. The fragment layouts are
 // described once, at the top of cuda_flash_attention.cu. Internal to src/backend/cuda;
 // include only from .cu files.
 #pragma once
 
 #include <cuda_bf16.h>
+
+#include "backend/cuda/cuda_vec.h"
 
 #include <cstdint>
 
@@ -41,27 +43,43 @@ __device__ __forceinline__ void ldmatrixX4Trans(uint32_t (&r)[4], uint32_t addr)
                : "memory");
 }
 
-// d += a * b (16x16 bf16 times 16x8 bf16, fp32 accumulate).
-__device__ __forceinline__ void mmaBf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+// d += a * b (16x16 times 16x8, fp32 accumulate) with H = __nv_bfloat16 or __half operands.
+template <typename H>
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                        uint32_t b1) {
   asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-// Two floats rounded (nearest even) to bf16: `lo` in bits 0..15, `hi` in 16..31.
-__device__ __forceinline__ uint32_t packBf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ float bf16Lo(uint32_t v) { return __uint_as_float(v << 16); }
-__device__ __forceinline__ float bf16Hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
-// A query pair (x, y) as bf16 hi and lo parts: hi = bf16(x, y), lo = bf16 of the exact fp32
-// remainders, so hi + lo carries ~16 significant bits (see cuda_flash_attention.cu, step 3).
-__device__ __forceinline__ void splitBf16(float x, float y, uint32_t& hi, uint32_t& lo) {
-  hi = packBf16(x, y);
-  lo = packBf16(x - bf16Lo(hi), y - bf16Hi(hi));
+// Two floats rounded (nearest even) to H: `lo` in bits 0..15, `hi` in 16..31; and back.
+template <typename H>
+__device__ __forceinline__ uint32_t packPair(float lo, float hi) {
+  return floatsToPair(lo, hi, static_cast<const H*>(nullptr));
+}
+template <typename H>
+__device__ __forceinline__ float pairSum(uint32_t v) {
+  const float2 f = pairToFloat2(v, static_cast<const H*>(nullptr));
+  return f.x + f.y;
+}
+
+// A query pair (x, y) as H hi and lo parts: hi = H(x, y), lo = H of the exact fp32 remainders,
+// so hi + lo carries ~16 (bf16) or ~22 (fp16) significant bits (see cuda_flash_attention.cu, step 3).
+template <typename H>
+__device__ __forceinline__ void splitPair(float x, float y, uint32_t& hi, uint32_t& lo) {
+  hi = packPair<H>(x, y);
+  const float2 h = pairToFloat2(hi, static_cast<const H*>(nullptr));
+  lo = packPair<H>(x - h.x, y - h.y);
 }
 
 }  // namespace llmrt::cuda

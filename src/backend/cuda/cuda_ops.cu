@@ -1,9 +1,10 @@
 // Element-wise and row-wise kernels of the CUDA backend. The residual stream is
 // float32; the products' inputs (normed rows, SiLU·mul, attention output) may be
-// bf16 (see docs/cuda-backend.md); weights and KV may be bf16. Arithmetic is float32. Math follows
+// bf16 or fp16 (see docs/cuda-backend.md); weights and KV may be bf16 or fp16. Arithmetic is float32. Math follows
 // the CPU reference (backend/cpu/cpu_ops.cpp) and uses accurate libm
 // functions (expf, sincosf), not the fast intrinsics.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <atomic>
 
@@ -16,10 +17,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-__device__ __forceinline__ void store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+template <typename T>
+__device__ __forceinline__ float load(const T* p, int64_t i) { return toFloat(p[i]); }
+template <typename T>
+__device__ __forceinline__ void store(T* p, float v) { storeFloat(p, v); }
 
 dim3 grid2(int64_t rows, int64_t cols) {
   return dim3(static_cast<unsigned>((cols + kThreads - 1) / kThreads),
@@ -132,28 +133,28 @@ __global__ void siluMulVecKernel(const TI* gu, int64_t ld_gu, int64_t rows, int6
   }
 }
 
-// hi = bf16(x), lo = bf16(x - hi) (the difference is exact in float32): hi + lo carries ~16
-// significant bits of x.
-__global__ void splitBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, __nv_bfloat16* hi,
-                                __nv_bfloat16* lo) {
+// hi = H(x), lo = H(x - hi) (the difference is exact in float32): hi + lo carries ~16
+// (bf16) significant bits of x.
+template <typename H>
+__global__ void splitHalfKernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, H* hi, H* lo) {
   pdlWait();
   pdlLaunchDependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < cols)
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
       const float v = x[r * ld_x + c];
-      const __nv_bfloat16 h = __float2bfloat16_rn(v);
-      hi[r * cols + c] = h;
-      lo[r * cols + c] = __float2bfloat16_rn(v - __bfloat162float(h));
+      storeFloat(hi + r * cols + c, v);
+      storeFloat(lo + r * cols + c, v - toFloat(hi[r * cols + c]));
     }
 }
 
-__global__ void toBf16Kernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, __nv_bfloat16* out) {
+template <typename H>
+__global__ void toHalfKernel(const float* x, int64_t ld_x, int64_t rows, int64_t cols, H* out) {
   pdlWait();
   pdlLaunchDependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < cols)
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) out[r * cols + c] = __float2bfloat16_rn(x[r * ld_x + c]);
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) storeFloat(out + r * cols + c, x[r * ld_x + c]);
 }
 
 // One block per row: cos/sin of the row's angles into shared memory, then the q heads
@@ -260,23 +261,16 @@ void launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, voi
                    int64_t ld_out, cudaStream_t stream) {
   const bool vec = inter % 8 == 0 && ld_gu % 8 == 0 && ld_out % 8 == 0 && reinterpret_cast<uintptr_t>(gu) % 16 == 0 &&
                    reinterpret_cast<uintptr_t>(out) % 16 == 0;
-  if (vec) {
-    const dim3 grid = grid2(rows, (inter + 7) / 8);
-    if (out_dtype == DType::kBF16)
-      launchPdl(siluMulVecKernel<TI, __nv_bfloat16>, grid, kThreads, 0, stream, gu, ld_gu, rows, inter,
-                static_cast<__nv_bfloat16*>(out), ld_out);
+  (void)withElementType(out_dtype, [&](auto tag) {
+    using TO = decltype(tag);
+    if (vec)
+      launchPdl(siluMulVecKernel<TI, TO>, grid2(rows, (inter + 7) / 8), kThreads, 0, stream, gu, ld_gu, rows, inter,
+                static_cast<TO*>(out), ld_out);
     else
-      launchPdl(siluMulVecKernel<TI, float>, grid, kThreads, 0, stream, gu, ld_gu, rows, inter,
-                static_cast<float*>(out), ld_out);
-    return;
-  }
-  if (out_dtype == DType::kBF16)
-    launchPdl(siluMulKernel<TI, __nv_bfloat16>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
-              static_cast<__nv_bfloat16*>(out), ld_out);
-  else
-    launchPdl(siluMulKernel<TI, float>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
-              static_cast<float*>(out),
-                                                               ld_out);
+      launchPdl(siluMulKernel<TI, TO>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
+                static_cast<TO*>(out), ld_out);
+    return cudaSuccess;
+  });
 }
 
 int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 128); }
@@ -293,22 +287,25 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
                       float* out, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int t = threadsFor(dim);
-  if (table_dtype == DType::kBF16)
-    launchPdl(embeddingKernel<__nv_bfloat16>, n, t, 0, stream, static_cast<const __nv_bfloat16*>(table), dim, ids, out, ld_out);
-  else
-    launchPdl(embeddingKernel<float>, n, t, 0, stream, static_cast<const float*>(table), dim, ids, out, ld_out);
+  if (cudaError_t e = withElementType(table_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return launchPdl(embeddingKernel<T>, n, t, 0, stream, static_cast<const T*>(table), dim, ids, out, ld_out);
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
 cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
                     int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (out_dtype == DType::kBF16)
-    launchPdl(rmsNormKernel<__nv_bfloat16>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
-              cols, static_cast<__nv_bfloat16*>(out), ld_out);
-  else
-    launchPdl(rmsNormKernel<float>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps, cols,
-              static_cast<float*>(out), ld_out);
+  if (cudaError_t e = withElementType(out_dtype, [&](auto tag) {
+        using TO = decltype(tag);
+        return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
+                         cols, static_cast<TO*>(out), ld_out);
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
@@ -322,11 +319,13 @@ cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t ro
 cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  if (out_dtype == DType::kBF16)
-    launchPdl(addBiasKernel<__nv_bfloat16>, grid2(rows, cols), kThreads, 0, stream, static_cast<__nv_bfloat16*>(out), ld_out, bias, rows,
-                                                              cols);
-  else
-    launchPdl(addBiasKernel<float>, grid2(rows, cols), kThreads, 0, stream, static_cast<float*>(out), ld_out, bias, rows, cols);
+  if (cudaError_t e = withElementType(out_dtype, [&](auto tag) {
+        using TO = decltype(tag);
+        return launchPdl(addBiasKernel<TO>, grid2(rows, cols), kThreads, 0, stream, static_cast<TO*>(out), ld_out,
+                         bias, rows, cols);
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
@@ -340,24 +339,40 @@ cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, in
 cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows * inter == 0) return cudaSuccess;
-  if (gu_dtype == DType::kBF16)
-    launchSiluMul(static_cast<const __nv_bfloat16*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
-  else
-    launchSiluMul(static_cast<const float*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
+  if (out_dtype != DType::kF32 && out_dtype != DType::kBF16 && out_dtype != DType::kF16) return cudaErrorInvalidValue;
+  if (cudaError_t e = withElementType(gu_dtype, [&](auto tag) {
+        using TI = decltype(tag);
+        launchSiluMul(static_cast<const TI*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
+        return cudaSuccess;
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
-cudaError_t splitToBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo,
-                       cudaStream_t stream) {
+cudaError_t splitToHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo, DType dtype,
+                        cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  launchPdl(splitBf16Kernel, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
-            static_cast<__nv_bfloat16*>(hi), static_cast<__nv_bfloat16*>(lo));
+  if (cudaError_t e = withHalfType(dtype, [&](auto tag) {
+        using H = decltype(tag);
+        return launchPdl(splitHalfKernel<H>, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
+                         static_cast<H*>(hi), static_cast<H*>(lo));
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
-cudaError_t toBf16(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, cudaStream_t stream) {
+cudaError_t toHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, DType dtype,
+                   cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  launchPdl(toBf16Kernel, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols, static_cast<__nv_bfloat16*>(out));
+  if (cudaError_t e = withHalfType(dtype, [&](auto tag) {
+        using H = decltype(tag);
+        return launchPdl(toHalfKernel<H>, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
+                         static_cast<H*>(out));
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
@@ -366,10 +381,12 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
   const int t = threadsFor(g.num_kv_heads * g.head_dim > a.q_heads * a.half ? g.num_kv_heads * g.head_dim
                                                                              : a.q_heads * a.half);
   const size_t smem = static_cast<size_t>(2 * a.half) * sizeof(float);
-  if (kv_dtype == DType::kBF16)
-    launchPdl(ropeWriteKvKernel<__nv_bfloat16>, a.rows, t, smem, stream, static_cast<__nv_bfloat16*>(pool), g, a);
-  else
-    launchPdl(ropeWriteKvKernel<float>, a.rows, t, smem, stream, static_cast<float*>(pool), g, a);
+  if (cudaError_t e = withElementType(kv_dtype, [&](auto tag) {
+        using T = decltype(tag);
+        return launchPdl(ropeWriteKvKernel<T>, a.rows, t, smem, stream, static_cast<T*>(pool), g, a);
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 

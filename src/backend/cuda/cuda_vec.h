@@ -1,22 +1,49 @@
-// Eight consecutive features through 16-byte accesses, as two float4, for float32 and bf16
-// rows (the matrix-vector kernel's x, SiLU·mul). Pointers must be 16-byte aligned. Internal to
-// src/backend/cuda; include only from .cu files.
+// The 16-bit float types the kernels are written for (bf16 and fp16), as the kernels see
+// them: scalar conversions, eight consecutive features through 16-byte accesses (as two
+// float4, also for float32 rows), and a host-side dispatch from a DType to the C++ type.
+// Internal to src/backend/cuda; include only from .cu files.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "core/dtype.h"
 
 namespace llmrt::cuda {
+
+// Scalar loads and stores that widen to / round (nearest even) from float32.
+__device__ __forceinline__ float toFloat(float v) { return v; }
+__device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
+__device__ __forceinline__ void storeFloat(float* p, float v) { *p = v; }
+__device__ __forceinline__ void storeFloat(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void storeFloat(__half* p, float v) { *p = __float2half_rn(v); }
+
+// Two adjacent 16-bit values packed in 32 bits (the lower index in the low half).
+__device__ __forceinline__ float2 pairToFloat2(uint32_t v, const __nv_bfloat16*) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+}
+__device__ __forceinline__ float2 pairToFloat2(uint32_t v, const __half*) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&v));
+}
+__device__ __forceinline__ uint32_t floatsToPair(float lo, float hi, const __nv_bfloat16*) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ uint32_t floatsToPair(float lo, float hi, const __half*) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
 
 __device__ __forceinline__ void load8(const float* p, float4& a, float4& b) {
   a = reinterpret_cast<const float4*>(p)[0];
   b = reinterpret_cast<const float4*>(p)[1];
 }
-__device__ __forceinline__ void load8(const __nv_bfloat16* p, float4& a, float4& b) {
+template <typename H>
+__device__ __forceinline__ void load8(const H* p, float4& a, float4& b) {
   const uint4 v = *reinterpret_cast<const uint4*>(p);
-  const float2 f0 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.x));
-  const float2 f1 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.y));
-  const float2 f2 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.z));
-  const float2 f3 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v.w));
+  const float2 f0 = pairToFloat2(v.x, p), f1 = pairToFloat2(v.y, p);
+  const float2 f2 = pairToFloat2(v.z, p), f3 = pairToFloat2(v.w, p);
   a = make_float4(f0.x, f0.y, f1.x, f1.y);
   b = make_float4(f2.x, f2.y, f3.x, f3.y);
 }
@@ -24,13 +51,35 @@ __device__ __forceinline__ void store8(float* p, const float4& a, const float4& 
   reinterpret_cast<float4*>(p)[0] = a;
   reinterpret_cast<float4*>(p)[1] = b;
 }
-__device__ __forceinline__ void store8(__nv_bfloat16* p, const float4& a, const float4& b) {
+template <typename H>
+__device__ __forceinline__ void store8(H* p, const float4& a, const float4& b) {
   uint4 v;
-  *reinterpret_cast<__nv_bfloat162*>(&v.x) = __floats2bfloat162_rn(a.x, a.y);
-  *reinterpret_cast<__nv_bfloat162*>(&v.y) = __floats2bfloat162_rn(a.z, a.w);
-  *reinterpret_cast<__nv_bfloat162*>(&v.z) = __floats2bfloat162_rn(b.x, b.y);
-  *reinterpret_cast<__nv_bfloat162*>(&v.w) = __floats2bfloat162_rn(b.z, b.w);
+  v.x = floatsToPair(a.x, a.y, p);
+  v.y = floatsToPair(a.z, a.w, p);
+  v.z = floatsToPair(b.x, b.y, p);
+  v.w = floatsToPair(b.z, b.w, p);
   *reinterpret_cast<uint4*>(p) = v;
+}
+
+// Calls f(T{}) with T the element type of `dt` (float, __nv_bfloat16 or __half) and returns its
+// result; cudaErrorInvalidValue for any other dtype.
+template <typename F>
+cudaError_t withElementType(DType dt, F&& f) {
+  switch (dt) {
+    case DType::kF32: return f(float{});
+    case DType::kBF16: return f(__nv_bfloat16{});
+    case DType::kF16: return f(__half{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+// The same for the 16-bit types only.
+template <typename F>
+cudaError_t withHalfType(DType dt, F&& f) {
+  switch (dt) {
+    case DType::kBF16: return f(__nv_bfloat16{});
+    case DType::kF16: return f(__half{});
+    default: return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace llmrt::cuda
