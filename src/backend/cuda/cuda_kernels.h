@@ -40,6 +40,12 @@ cudaError_t toHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, voi
 cudaError_t splitToHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo, DType dtype,
                         cudaStream_t stream);
 
+// dst[i] = src[i] converted, i < n (src and dst each F32, BF16 or F16; rounding to nearest even).
+// A finite value that the conversion turns into infinity (beyond F16's 65504) sets
+// *first_bad = min(*first_bad, tag): the weight upload names the first such weight.
+cudaError_t convertElements(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n, int32_t tag,
+                            int32_t* first_bad, cudaStream_t stream);
+
 // KV pool geometry as the kernels see it.
 struct KvLayout {
   int64_t elems_per_block;  // [layers][2][kv_heads][tpb][head_dim]

@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "backend/cuda/cuda_kernels.h"
@@ -394,6 +395,40 @@ cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vo
                        cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   launchPdl(argmaxKernel, rows, 1024, 0, stream, logits, ld, vocab, out);
+  return cudaGetLastError();
+}
+
+namespace {
+
+template <typename TS, typename TD>
+__global__ void convertKernel(const TS* src, TD* dst, int64_t n, int32_t tag, int32_t* first_bad) {
+  bool bad = false;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = toFloat(src[i]);
+    storeFloat(dst + i, v);
+    bad |= isfinite(v) && !isfinite(toFloat(dst[i]));
+  }
+  if (bad) atomicMin(first_bad, tag);
+}
+
+}  // namespace
+
+cudaError_t convertElements(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n, int32_t tag,
+                            int32_t* first_bad, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096));
+  if (cudaError_t e = withElementType(src_dtype, [&](auto s_tag) {
+        using TS = decltype(s_tag);
+        return withElementType(dst_dtype, [&](auto d_tag) {
+          using TD = decltype(d_tag);
+          convertKernel<TS, TD><<<blocks, 256, 0, stream>>>(static_cast<const TS*>(src), static_cast<TD*>(dst), n,
+                                                           tag, first_bad);
+          return cudaSuccess;
+        });
+      });
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
