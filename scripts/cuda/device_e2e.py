@@ -88,33 +88,18 @@ for name in sorted(os.listdir(GOLDEN)):
 if bf16_criterion.positions:
     check("golden/bf16-criterion", bf16_criterion.met(), bf16_criterion.summary())
 
-# The same criterion for the accurate bf16-weight configuration: a float32 KV cache (float32
-# activations, products on bf16 hi + lo inputs). Its failure is reported like the default's.
-accurate = Criterion()
-for name in sorted(os.listdir(GOLDEN)):
-    gdir = os.path.join(GOLDEN, name)
-    g = json.load(open(os.path.join(gdir, "golden.json")))
-    for ci, case in enumerate(g["cases"]):
-        ref_b = bf16_weight_reference(gdir, case["prompt_ids"])
-        if ref_b is None:
-            continue
-        lp = os.path.join("/tmp", f"{name}_{ci}_accurate.npy")
-        flags = ["--kv-cache-dtype", "float32"] + (["--max-seq-len", "128"] if "dynamic" in name else [])
-        out, err = run(gdir, case["prompt_ids"], "cuda", "bfloat16", 1, flags, lp)
-        if out is None:
-            check(f"{name}/case{ci}/cuda-bfloat16-kvf32", False, "run failed: " + err)
-            continue
-        accurate.add(ref_b, np.load(lp))
-if accurate.positions:
-    check("golden/bf16-criterion-kv-float32", accurate.met(),
-          "bf16 weights with --kv-cache-dtype float32: " + accurate.summary())
-
-# The criterion with the same bf16 weights computed in fp16 (--dtype float16: fp16 product inputs
-# and KV cache, 8x finer rounding than bf16, at the bf16 mode's speed): the checkpoint's matrices
-# rounded to bf16 and converted exactly to fp16. And, for information, bf16 weights with an fp16
-# cache only (--kv-cache-dtype float16).
-fp16 = Criterion()
-kv16 = Criterion()
+# The same criterion in the other configurations with the golden models' bf16 weights, one llmrt
+# run per case each: (tag, model directory for a golden dir, dtype, flags).
+#  - the accurate mode: a float32 KV cache (float32 activations, products on bf16 hi + lo inputs);
+#  - --dtype float16: fp16 product inputs and KV cache (8x finer rounding than bf16, at the bf16
+#    mode's speed) on a copy whose matrices hold the bf16 values (fp16 represents them exactly);
+#  - for information, bf16 weights and products with an fp16 cache only.
+CONFIGS = [
+    ("cuda-bfloat16-kvf32", lambda d: d, "bfloat16", ["--kv-cache-dtype", "float32"]),
+    ("cuda-float16-bf16w", bf16_rounded_checkpoint, "float16", []),
+    ("cuda-bfloat16-kvf16", lambda d: d, "bfloat16", ["--kv-cache-dtype", "float16"]),
+]
+crits = {tag: Criterion() for tag, *_ in CONFIGS}
 for name in sorted(os.listdir(GOLDEN)):
     gdir = os.path.join(GOLDEN, name)
     g = json.load(open(os.path.join(gdir, "golden.json")))
@@ -123,21 +108,22 @@ for name in sorted(os.listdir(GOLDEN)):
         if ref_b is None:
             continue
         dyn = ["--max-seq-len", "128"] if "dynamic" in name else []
-        for crit, model, dtype, flags, tag in [
-                (fp16, bf16_rounded_checkpoint(gdir), "float16", dyn, "cuda-float16-bf16w"),
-                (kv16, gdir, "bfloat16", ["--kv-cache-dtype", "float16"] + dyn, "cuda-bfloat16-kvf16")]:
+        for tag, model_of, dtype, flags in CONFIGS:
             lp = os.path.join("/tmp", f"{name}_{ci}_{tag}.npy")
-            out, err = run(model, case["prompt_ids"], "cuda", dtype, 1, flags, lp)
+            out, err = run(model_of(gdir), case["prompt_ids"], "cuda", dtype, 1, flags + dyn, lp)
             if out is None:
                 check(f"{name}/case{ci}/{tag}", False, "run failed: " + err)
                 continue
-            crit.add(ref_b, np.load(lp))
-if fp16.positions:
-    check("golden/bf16-weights-criterion-fp16", fp16.met(),
-          "bf16 weights computed with --dtype float16: " + fp16.summary())
-if kv16.positions:
+            crits[tag].add(ref_b, np.load(lp))
+if crits["cuda-bfloat16-kvf32"].positions:
+    check("golden/bf16-criterion-kv-float32", crits["cuda-bfloat16-kvf32"].met(),
+          "bf16 weights with --kv-cache-dtype float32: " + crits["cuda-bfloat16-kvf32"].summary())
+if crits["cuda-float16-bf16w"].positions:
+    check("golden/bf16-weights-criterion-fp16", crits["cuda-float16-bf16w"].met(),
+          "bf16 weights computed with --dtype float16: " + crits["cuda-float16-bf16w"].summary())
+if crits["cuda-bfloat16-kvf16"].positions:
     print("info golden/bf16-weights-kv-float16: bf16 weights and products with --kv-cache-dtype float16: "
-          + kv16.summary(), flush=True)
+          + crits["cuda-bfloat16-kvf16"].summary(), flush=True)
 
 if hf_criterion.positions:
     print("info golden/bf16-peer: HF transformers in bf16 (SDPA, GPU) against the same reference: "
