@@ -147,6 +147,17 @@ std::vector<float> randomLogits(int64_t vocab, float sigma, std::mt19937& rng, f
   return v;
 }
 
+// A row of a few-row step: its controls with `seed` and 100 max tokens, a sampling state over
+// `prompt` that has accepted `generated` tokens (0, 1, ...).
+Case fewRowCase(std::vector<float> logits, SamplingParams p, uint64_t seed, const std::vector<int32_t>& prompt,
+                int generated) {
+  p.seed = seed;
+  p.max_tokens = 100;
+  Case c{std::move(logits), p, SequenceSamplingState(p, prompt, seed, 0)};
+  for (int i = 0; i < generated; ++i) c.state.accept(i);
+  return c;
+}
+
 // The sampling configurations every backend must reproduce exactly.
 std::vector<SamplingParams> configs() {
   std::vector<SamplingParams> out;
@@ -374,23 +385,19 @@ TEST_P(DeviceSampling, FewRowsWithASmallTopK) {
       for (int rows = 1; rows <= 4; ++rows) {
         std::vector<Case> cases;
         for (int r = 0; r < rows; ++r) {
-          Case c;
-          c.logits = randomLogits(vocab, r == 1 ? 8.0f : 2.0f, rng, r == 2 ? 0.25f : 0.0f);
-          c.params.temperature = 0.9f;
-          c.params.top_k = k;
-          c.params.top_p = r % 2 ? 0.9f : 1.0f;
-          c.params.min_p = r == 3 ? 0.05f : 0.0f;
-          c.params.seed = seed++;
-          c.params.max_tokens = 100;
+          SamplingParams p;
+          p.temperature = 0.9f;
+          p.top_k = k;
+          p.top_p = r % 2 ? 0.9f : 1.0f;
+          p.min_p = r == 3 ? 0.05f : 0.0f;
           std::vector<int32_t> prompt;
           if (r == 1) {
-            c.params.repetition_penalty = 1.3f;
+            p.repetition_penalty = 1.3f;
             for (int i = 0; i < 30; ++i) prompt.push_back(i * 7);
           }
-          if (r == 3) c.params.min_tokens = 10;  // EOS masked
-          c.state = SequenceSamplingState(c.params, prompt, *c.params.seed, 0);
-          for (int i = 0; i < r * 3; ++i) c.state.accept(i);
-          cases.push_back(std::move(c));
+          if (r == 3) p.min_tokens = 10;  // EOS masked
+          cases.push_back(fewRowCase(randomLogits(vocab, r == 1 ? 8.0f : 2.0f, rng, r == 2 ? 0.25f : 0.0f), p,
+                                     seed++, prompt, r * 3));
         }
         expectSameAsSampler(cases, eos, "vocab " + std::to_string(vocab) + " k " + std::to_string(k) + " rows " +
                                             std::to_string(rows));
@@ -409,6 +416,38 @@ TEST_P(DeviceSampling, FewRowsWithASmallTopK) {
   }
   bad[1].logits[20000] = std::numeric_limits<float>::quiet_NaN();
   expectSameAsSampler(bad, {}, "a NaN row among few");
+}
+
+// A few rows with top-p and no top-k also take the compact pass (CUDA): the union of the slices'
+// top-256 serves when the tokens above its floor carry top-p's target mass of the whole row,
+// else the row falls back to the whole vocabulary. Peaked rows (small nucleus), flat rows (a
+// nucleus of thousands: the fallback), quantized logits (ties at the floor), p up to 0.99,
+// penalties, masks, min-p and a top-k of the whole vocabulary (off) all sample the host's token.
+TEST_P(DeviceSampling, FewRowsWithTopPAlone) {
+  std::mt19937 rng(47);
+  const std::vector<int32_t> eos = {2, 7};
+  uint64_t seed = 900;
+  for (int64_t vocab : {1000, 32000, 128256}) {
+    for (float top_p : {0.5f, 0.9f, 0.95f, 0.99f}) {
+      for (float scale : {12.0f, 4.0f, 0.5f}) {
+        for (int rows : {1, 3}) {
+          std::vector<Case> cases;
+          for (int r = 0; r < rows; ++r) {
+            SamplingParams p;
+            p.temperature = r == 1 ? 0.7f : 1.0f;
+            p.top_p = top_p;
+            p.top_k = r == 2 ? static_cast<int32_t>(vocab) : 0;
+            p.min_p = r == 1 ? 0.02f : 0.0f;
+            p.presence_penalty = r == 1 ? 0.5f : 0.0f;  // over the generated tokens
+            if (r == 2) p.min_tokens = 10;             // EOS masked
+            cases.push_back(fewRowCase(randomLogits(vocab, scale, rng, r == 2 ? 0.25f : 0.0f), p, seed++, {}, r * 2));
+          }
+          expectSameAsSampler(cases, eos, "vocab " + std::to_string(vocab) + " p " + std::to_string(top_p) +
+                                              " scale " + std::to_string(scale) + " rows " + std::to_string(rows));
+        }
+      }
+    }
+  }
 }
 
 TEST_P(DeviceSampling, BadRowsReportTheSamplersErrors) {
@@ -488,29 +527,42 @@ TEST_P(DeviceSampling, TimingOfOneStep) {
   if (GetParam() == "reference") GTEST_SKIP() << "timing is for device backends";
   std::mt19937 rng(9);
   const int64_t vocab = 128256;
+  // Microseconds per sampleRows call over `rows` rows of logits of spread `sigma` sampled with `base`.
+  auto time = [&](int rows, float sigma, const SamplingParams& base) {
+    std::vector<float> all;
+    DeviceSamplingBatch batch;
+    for (int r = 0; r < rows; ++r) {
+      std::vector<float> l = randomLogits(vocab, sigma, rng);
+      all.insert(all.end(), l.begin(), l.end());
+      SamplingParams p = base;
+      p.seed = static_cast<uint64_t>(r);
+      batch.add(p, SequenceSamplingState(p, {}, *p.seed, 0), {});
+    }
+    TensorView logits = backend_->scratch(0, rows, vocab, DType::kF32);
+    EXPECT_TRUE(backend_->copyFromHost(all.data(), logits).isOk());
+    EXPECT_TRUE(batch.run(*backend_, logits).isOk());  // warm-up
+    const int reps = 20;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < reps; ++i) EXPECT_TRUE(batch.run(*backend_, logits).isOk());
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+  };
   for (int rows : {1, 64, 256}) {
     for (const SamplingParams& base : {configs()[0], configs()[1], configs()[14]}) {
-      std::vector<float> all;
-      DeviceSamplingBatch batch;
-      for (int r = 0; r < rows; ++r) {
-        std::vector<float> l = randomLogits(vocab, 2.0f, rng);
-        all.insert(all.end(), l.begin(), l.end());
-        SamplingParams p = base;
-        p.seed = static_cast<uint64_t>(r);
-        batch.add(p, SequenceSamplingState(p, {}, *p.seed, 0), {});
-      }
-      TensorView logits = backend_->scratch(0, rows, vocab, DType::kF32);
-      ASSERT_TRUE(backend_->copyFromHost(all.data(), logits).isOk());
-      ASSERT_TRUE(batch.run(*backend_, logits).isOk());  // warm-up
-      const int reps = 20;
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < reps; ++i) ASSERT_TRUE(batch.run(*backend_, logits).isOk());
-      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+      const double us = time(rows, 2.0f, base);
       std::printf("sampleRows vocab %lld, %d rows, t=%.1f k=%d p=%.2f min_p=%.2f: %.1f us per step\n",
                   static_cast<long long>(vocab), rows, static_cast<double>(base.temperature), base.top_k,
                   static_cast<double>(base.top_p), static_cast<double>(base.min_p), us);
     }
   }
+  // Top-p alone on a few rows (the compact pass; logits of spread 8: a nucleus of a few tokens,
+  // spread 2: thousands, the whole-row fallback).
+  SamplingParams top_p;
+  top_p.temperature = 0.9f;
+  top_p.top_p = 0.95f;
+  for (int rows : {1, 4})
+    for (float sigma : {8.0f, 2.0f})
+      std::printf("sampleRows vocab %lld, %d rows, t=0.9 top-p 0.95 alone, logit spread %.0f: %.1f us per step\n",
+                  static_cast<long long>(vocab), rows, static_cast<double>(sigma), time(rows, sigma, top_p));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceSampling, ::testing::Values("reference", "cuda"),

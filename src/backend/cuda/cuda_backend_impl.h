@@ -121,7 +121,9 @@ class CudaBackend final : public Backend {
   // Top-k / top-p rows cost the sampling kernel ~0.55 ms per step up to ~64 rows (one SM per row,
   // radix passes over the vocabulary); the host needs ~0.2 ms per such row (docs/perf.md). A step
   // of at most kHostSamplingMaxTruncatingRows rows with one is left to the host, unless the
-  // compact pass applies (every row with a top-k of at most 256 and no logprobs: ~0.11 ms).
+  // compact pass applies with a small top-k on every row (top-k <= 256, no logprobs: ~0.11 ms).
+  // Top-p alone also takes the compact pass, but costs ~0.29 ms (small nucleus) to ~1.3 ms (a
+  // nucleus of thousands: the whole-row fallback): such few-row steps stay on the host.
   static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
   bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,

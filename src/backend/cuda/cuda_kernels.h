@@ -173,12 +173,14 @@ cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* 
 // penalties / masked are the step's lists the rows index into; the penalties and masks are
 // written into the logits. out[r] gets the token (or the row's error) and logprobs.
 // compact_ws (sampleCompactBytes(rows), or null): run the compact pass first — for at most a few
-// rows, each with a top-k of at most a few hundred and no logprobs (sampleCompactApplies): many
+// rows, each with a top-k of at most a few hundred or top-p without top-k, and no logprobs
+// (sampleCompactApplies; a top-p row whose nucleus may reach beyond the union uses the whole row): many
 // CTAs per row cut the vocabulary down to the union of its slices' top-k sets; same results.
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
                        const PenaltyToken* penalties, const int32_t* masked, RowSample* out, void* compact_ws,
                        cudaStream_t stream);
-bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab);
+// (top_p_alone = false: only rows with a small top-k qualify, not rows with top-p alone.)
+bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab, bool top_p_alone = true);
 size_t sampleCompactBytes(int64_t rows);
 
 // out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 or F16 (w_dtype) and m <= kGemvMaxRows: a

@@ -20,8 +20,9 @@ bool CudaBackend::samplesRows(std::span<const RowSampling> rows, int64_t vocab) 
   const bool truncating = std::any_of(rows.begin(), rows.end(), [&](const RowSampling& r) {
     return !r.greedy && ((r.top_k > 0 && r.top_k < vocab) || r.top_p < 1.0f);
   });
-  return !truncating ||
-         (use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), static_cast<int64_t>(rows.size()), vocab));
+  return !truncating || (use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(),
+                                                                            static_cast<int64_t>(rows.size()), vocab,
+                                                                            /*top_p_alone=*/false));
 }
 
 Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> rows,

@@ -40,9 +40,13 @@ constexpr float kFixedScale = 0x1p40f;  // probability 1 (the top token) = 2^40
 constexpr int kMaxCandidates = kThreads;  // the candidate path's set: one token per thread
 using u64 = unsigned long long;
 
-// The compact pass for a few rows with a small top-k (one CTA per row would stream the
-// vocabulary ~7 times on one SM): kCompactCtas CTAs per row each keep their slice's top-k, and
-// the row's CTA samples from the union (at most kCompactCap tokens) instead of the vocabulary.
+// The compact pass for a few rows with a small top-k, or with top-p and no top-k (one CTA per row
+// would stream the vocabulary ~7 times on one SM): kCompactCtas CTAs per row each keep their
+// slice's top-k (top-p rows: top-kCompactMaxK), and the row's CTA samples from the union (at most
+// kCompactCap tokens) instead of the vocabulary. A top-p row's union holds every token whose
+// logit is above each cut slice's lowest kept logit (the "floor"); when those tokens carry
+// top-p's target mass of the whole row, the nucleus lies among them and the union gives the
+// host's token; otherwise the row falls back to the whole vocabulary.
 constexpr int kCompactCtas = kWarps;  // (the sampling CTA keeps the slice offsets in warp_i32)
 constexpr int kCompactMaxK = 256;
 constexpr int kCompactCap = kCompactCtas * kCompactMaxK;
@@ -54,6 +58,7 @@ struct CompactView {
   int32_t* seg_id;
   int32_t* seg_count;  // [rows][kCompactCtas]
   int32_t* seg_bad;    // [rows][kCompactCtas]: the slice holds a NaN or +inf
+  uint32_t* seg_floor;  // [rows][kCompactCtas]: largest kept order key of a cut slice (0xffffffff: kept whole)
   float* row_val;      // [rows][kCompactCap]
   int32_t* row_id;
 };
@@ -127,6 +132,7 @@ struct Shared {
   int32_t bin;
   int32_t found;
   int32_t result;
+  uint32_t floor;  // the compact union's floor (min of its slices' keys)
   int32_t top_count;
   float top_val[RowSample::kMaxTop];
   int32_t top_id[RowSample::kMaxTop];
@@ -508,7 +514,8 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
                                                           const RowSampling* params, CompactView cv) {
   __shared__ Shared sh;
   const int64_t row = blockIdx.y, g = blockIdx.x;
-  const int32_t k = params[row].top_k;
+  const int32_t top_k = params[row].top_k;
+  const int32_t k = top_k > 0 && top_k <= kCompactMaxK ? top_k : kCompactMaxK;  // top-p rows: kCompactMaxK
   const int64_t per = (vocab + kCompactCtas - 1) / kCompactCtas;
   const int64_t begin = min(vocab, g * per), len = min(vocab, begin + per) - begin;
   const Row slice{logits + row * ld + begin, len, 0.0f, 1.0f};
@@ -522,9 +529,15 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
     cv.seg_val[seg + j] = sh.cand_val[j];
     cv.seg_id[seg + j] = static_cast<int32_t>(begin) + sh.cand_id[j];
   }
+  // Every token the slice leaves out has an order key at least the largest kept one (keys ascend
+  // as logits descend): that key is the slice's floor; a slice kept whole has none (0xffffffff).
+  const u64 floor =
+      len > k ? 0xffffffffull - blockMin(threadIdx.x < n ? 0xffffffffull - orderKey(sh.cand_val[threadIdx.x]) : ~0ull, sh)
+              : 0xffffffffull;
   if (threadIdx.x == 0) {
     cv.seg_count[row * kCompactCtas + g] = n;
     cv.seg_bad[row * kCompactCtas + g] = bad != 0;
+    cv.seg_floor[row * kCompactCtas + g] = static_cast<uint32_t>(floor);
   }
 }
 
@@ -541,9 +554,9 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   // 1-2. Penalties, then the min_tokens mask (done by the compact pass when there is one).
   if (compact == nullptr) applyPenaltiesAndMask(p, x, vocab, penalties, masked);
 
-  // The compact pass (small batches with a small top-k): the union of every slice's top-k holds
-  // the row's top-k, its max and everything the draw reads; work on it, in id order, unless a
-  // slice saw a NaN / +inf (then the full row reports it).
+  // The compact pass (small batches with a small top-k, or top-p alone): the union of every slice's
+  // top-k holds the row's top-k, its max and everything the draw reads (top-p alone: checked
+  // below); work on it, in id order, unless a slice saw a NaN / +inf (then the full row reports it).
   const int32_t* ids = nullptr;
   const float* xs = x;
   int64_t n = vocab;
@@ -551,12 +564,15 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     const int32_t* counts = compact->seg_count + blockIdx.x * kCompactCtas;
     if (threadIdx.x == 0) {
       int32_t off = 0, any_bad = 0;
+      uint32_t floor = 0xffffffffu;  // the union holds every token whose key is below each slice's floor
       for (int g = 0; g < kCompactCtas; ++g) {
         sh.warp_i32[g] = off;
         off += counts[g];
         any_bad |= compact->seg_bad[blockIdx.x * kCompactCtas + g];
+        floor = min(floor, compact->seg_floor[blockIdx.x * kCompactCtas + g]);
       }
       sh.result = any_bad ? -1 : off;
+      sh.floor = floor;
     }
     __syncthreads();
     const int32_t total = sh.result;
@@ -636,13 +652,32 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   int32_t token = best_i;
   if (!p.greedy) {
     row.inv_t = __fdiv_rn(1.0f, p.temperature);
+    // A compact top-p row (no top-k): top-p's reference is the whole row's mass; the union serves
+    // when its tokens above the floor (all of the row's tokens above it) reach the target.
+    u64 whole_mass = 0;
+    const bool whole_reference = ids != nullptr && !(p.top_k > 0 && p.top_k < vocab);
+    if (whole_reference) {
+      whole_mass = keptMass(Row{x, vocab, best, row.inv_t}, Cut{}, sh);
+      const uint32_t floor = sh.floor;
+      u64 above = 0;
+      forEachValue(xs, n, [&](int64_t, float v) {
+        if (orderKey(v) < floor) above += row.fixedProb(v);  // (keys ascend as logits descend)
+      });
+      if (blockSum(above, sh) < topPTarget(p.top_p, whole_mass)) {  // the nucleus may reach outside
+        token = best_i = ids[best_i];
+        xs = x;
+        n = vocab;
+        ids = nullptr;
+        row = Row{x, vocab, best, row.inv_t};
+      }
+    }
     Cut cut;
     const bool top_k = p.top_k > 0 && p.top_k < n;
     if (top_k) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
     const bool small_k = top_k && p.top_k <= kMaxCandidates, top_p = p.top_p < 1.0f;
     // Top-p's reference mass over the kept set: one pass, shared by both paths (a small top-k
     // set's mass the candidate path sums itself).
-    u64 mass = top_p && !small_k ? keptMass(row, cut, sh) : 0ull;
+    u64 mass = top_p && !small_k ? (whole_reference ? whole_mass : keptMass(row, cut, sh)) : 0ull;
     const int32_t drawn = small_k || top_p ? drawFromCandidates(row, cut, small_k, mass, p, sh) : -2;
     if (drawn != -2) {
       token = drawn >= 0 ? drawn : best_i;
@@ -734,18 +769,20 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
 
 }  // namespace
 
-bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab) {
+bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab, bool top_p_alone) {
   if (n < 1 || n > kCompactMaxRows || vocab < kCompactCtas) return false;
   for (int64_t r = 0; r < n; ++r) {
     const RowSampling& p = rows[r];
-    if (p.greedy || p.top_k < 1 || p.top_k > kCompactMaxK || p.top_k >= vocab || p.num_logprobs >= 0) return false;
+    const bool small_k = p.top_k >= 1 && p.top_k <= kCompactMaxK && p.top_k < vocab;
+    const bool top_p_only = top_p_alone && (p.top_k < 1 || p.top_k >= vocab) && p.top_p < 1.0f;
+    if (p.greedy || !(small_k || top_p_only) || p.num_logprobs >= 0) return false;
   }
   return true;
 }
 
 size_t sampleCompactBytes(int64_t rows) {
   const size_t segs = static_cast<size_t>(rows) * kCompactCtas;
-  return segs * kCompactMaxK * 8 + segs * 8 + static_cast<size_t>(rows) * kCompactCap * 8;
+  return segs * kCompactMaxK * 8 + segs * 12 + static_cast<size_t>(rows) * kCompactCap * 8;
 }
 
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
@@ -760,7 +797,8 @@ cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, c
     cv.seg_id = reinterpret_cast<int32_t*>(w + segs * kCompactMaxK * 4);
     cv.seg_count = reinterpret_cast<int32_t*>(w + segs * kCompactMaxK * 8);
     cv.seg_bad = cv.seg_count + segs;
-    cv.row_val = reinterpret_cast<float*>(w + segs * kCompactMaxK * 8 + segs * 8);
+    cv.seg_floor = reinterpret_cast<uint32_t*>(cv.seg_bad + segs);
+    cv.row_val = reinterpret_cast<float*>(w + segs * kCompactMaxK * 8 + segs * 12);
     cv.row_id = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(cv.row_val) + static_cast<size_t>(rows) * kCompactCap * 4);
     prepareKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked);
     compactKernel<<<dim3(kCompactCtas, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, ld, vocab, params,
