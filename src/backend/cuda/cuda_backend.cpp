@@ -1,7 +1,6 @@
 // CudaBackend: device setup, memory, weights, KV pools and host transfers.
 // The ops are in cuda_backend_ops.cpp (host side) and the .cu files (kernels).
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -430,66 +429,55 @@ Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, co
 }
 
 Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev, const std::string& name) {
-  auto convertible = [](DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; };
-  // Conversions between float32, bf16 and fp16 run on the GPU: the raw chunk goes up and a kernel
-  // writes it in the weights' dtype (the host's one-thread loop took ~30 s for 8B parameters).
-  const bool on_device = p.dtype != dt && convertible(p.dtype) && convertible(dt);
+  // What goes up: the checkpoint's bytes as they are when they are float32 / bf16 / fp16, other
+  // dtypes widened to float32 on the host. When that differs from the weights' dtype, a kernel
+  // converts it into place on the device (the host's one-thread loop took ~35 s for 8B parameters)
+  // and flags a value beyond fp16's range for finishWeights.
+  const bool native = p.dtype == DType::kF32 || p.dtype == DType::kBF16 || p.dtype == DType::kF16;
+  const DType up = native ? p.dtype : DType::kF32;
+  const bool convert = up != dt;
   for (int i = 0; i < 2; ++i) {
-    if (!staged_[i]) LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming));
+    if (!staged_[i])
+      LLMRT_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&staged_[i], cudaEventDisableTiming));
     if (!staging_[i].ptr) {
       LLMRT_CUDA_RETURN_IF_ERROR(cudaHostAlloc(&staging_[i].ptr, kStagingBytes, cudaHostAllocDefault));
       staging_[i].bytes = kStagingBytes;
     }
-    if (on_device && !staging_dev_[i].ptr) {
+    if (convert && !staging_dev_[i].ptr) {
       LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&staging_dev_[i].ptr, kStagingBytes));
       staging_dev_[i].bytes = kStagingBytes;
     }
   }
-  if (on_device && !first_bad_weight_) {
+  if (convert && !first_bad_weight_) {
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&first_bad_weight_, sizeof(int32_t)));
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(first_bad_weight_, 0x7f, sizeof(int32_t), stream_));  // > any tag
+    LLMRT_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(first_bad_weight_, 0x7f, sizeof(int32_t), stream_));  // > any tag
   }
   const int32_t tag = static_cast<int32_t>(converted_names_.size());
-  if (on_device) converted_names_.push_back(name);
-  const size_t src_size = dtypeSize(p.dtype), dst_size = dtypeSize(dt);
+  if (convert) converted_names_.push_back(name);
+  const size_t src_size = dtypeSize(p.dtype), up_size = dtypeSize(up), dst_size = dtypeSize(dt);
   const size_t n = static_cast<size_t>(p.numel());
-  const size_t chunk = kStagingBytes / std::max(src_size, dst_size);  // elements per copy
+  const size_t chunk = kStagingBytes / std::max(up_size, dst_size);  // elements per copy
   const uint8_t* src = static_cast<const uint8_t*>(p.data);
   for (size_t e0 = 0; e0 < n; e0 += chunk) {
     const size_t m = std::min(chunk, n - e0);
-    Buffer& buf = staging_[staging_next_];
+    void* buf = staging_[staging_next_].ptr;
     // The copy that last read this buffer must be done before it is refilled.
     LLMRT_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(staged_[staging_next_]));
-    const uint8_t* s = src + e0 * src_size;
-    if (p.dtype == dt) {
-      std::memcpy(buf.ptr, s, m * dst_size);  // bf16 -> bf16, fp16 -> fp16 and f32 -> f32 are exact copies
+    if (native)
+      std::memcpy(buf, src + e0 * src_size, m * up_size);
+    else
+      convertToF32(src + e0 * src_size, p.dtype, static_cast<float*>(buf), m);  // (reads unaligned data)
+    if (!convert) {
       LLMRT_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(dev + e0 * dst_size, buf.ptr, m * dst_size, cudaMemcpyHostToDevice, stream_));
-    } else if (on_device) {
-      // The raw chunk up, then converted into place (stream-ordered, so the device buffer is
-      // free again when the next chunk's copy into it runs). A value beyond fp16's range sets the
-      // flag finishWeights reads.
-      std::memcpy(buf.ptr, s, m * src_size);
-      void* raw = staging_dev_[staging_next_].ptr;
-      LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(raw, buf.ptr, m * src_size, cudaMemcpyHostToDevice, stream_));
-      LLMRT_CUDA_RETURN_IF_ERROR(cuda::convertElements(raw, p.dtype, dev + e0 * dst_size, dt,
-                                                       static_cast<int64_t>(m), tag, first_bad_weight_, stream_));
+          cudaMemcpyAsync(dev + e0 * dst_size, buf, m * dst_size, cudaMemcpyHostToDevice, stream_));
     } else {
-      staging_src_.resize(m * src_size);  // safetensors data need not be aligned
-      std::memcpy(staging_src_.data(), s, staging_src_.size());
-      if (dt == DType::kF32) {
-        convertToF32(staging_src_.data(), p.dtype, static_cast<float*>(buf.ptr), m);
-      } else {
-        staging_f32_.resize(m);
-        convertToF32(staging_src_.data(), p.dtype, staging_f32_.data(), m);
-        if (dt == DType::kF16)
-          for (size_t i = 0; i < m; ++i)
-            if (std::isfinite(staging_f32_[i]) && std::fabs(staging_f32_[i]) > 65504.0f)
-              return fp16RangeError(name);
-        convertFromF32(staging_f32_.data(), buf.ptr, dt, m);
-      }
-      LLMRT_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(dev + e0 * dst_size, buf.ptr, m * dst_size, cudaMemcpyHostToDevice, stream_));
+      // Up into the device buffer, then converted into place (stream-ordered: the buffer is free
+      // again when the next chunk's copy into it runs).
+      void* raw = staging_dev_[staging_next_].ptr;
+      LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(raw, buf, m * up_size, cudaMemcpyHostToDevice, stream_));
+      LLMRT_CUDA_RETURN_IF_ERROR(cuda::convertElements(
+          raw, up, dev + e0 * dst_size, dt, static_cast<int64_t>(m), tag, first_bad_weight_, stream_));
     }
     LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(staged_[staging_next_], stream_));
     staging_next_ ^= 1;
@@ -497,20 +485,13 @@ Status CudaBackend::stageWeight(const TensorView& p, DType dt, uint8_t* dev, con
   return Status::ok();
 }
 
-// bf16 / fp32 -> fp16 keeps every finite value up to 65504 (bf16's 8 significant bits fit in
-// fp16's 11 down to 2^-14; smaller ones lose bits as subnormals); beyond that a value would turn
-// into infinity, so such a checkpoint needs bfloat16.
-Status CudaBackend::fp16RangeError(const std::string& name) {
-  return invalidArgument("weight " + name +
-                         " holds values beyond float16's range (65504): load the model with dtype \"bfloat16\"");
-}
-
 Status CudaBackend::finishWeights() {
   if (failed()) return error_;
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));  // every weight is on the device
   int32_t first_bad = INT32_MAX;
   if (first_bad_weight_) {
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpy(&first_bad, first_bad_weight_, sizeof(int32_t), cudaMemcpyDeviceToHost));
+    LLMRT_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(&first_bad, first_bad_weight_, sizeof(int32_t), cudaMemcpyDeviceToHost));
     LLMRT_CUDA_RETURN_IF_ERROR(cudaFree(first_bad_weight_));
     first_bad_weight_ = nullptr;
   }
@@ -522,11 +503,15 @@ Status CudaBackend::finishWeights() {
     LLMRT_CUDA_RETURN_IF_ERROR(cudaFree(b.ptr));
     b = Buffer{};
   }
-  staging_src_ = {};
-  staging_f32_ = {};
   std::vector<std::string> names = std::move(converted_names_);
   converted_names_ = {};
-  if (first_bad >= 0 && static_cast<size_t>(first_bad) < names.size()) return fp16RangeError(names[first_bad]);
+  // bf16 / fp32 -> fp16 keeps every finite value up to 65504 (bf16's 8 significant bits fit in
+  // fp16's 11 down to 2^-14; smaller ones lose bits as subnormals); beyond that a value turned
+  // into infinity, so such a checkpoint needs bfloat16.
+  if (first_bad >= 0 && static_cast<size_t>(first_bad) < names.size())
+    return invalidArgument(
+        "weight " + names[static_cast<size_t>(first_bad)] +
+        " holds values beyond float16's range (65504): load the model with dtype \"bfloat16\"");
   return Status::ok();
 }
 

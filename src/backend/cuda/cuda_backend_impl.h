@@ -170,10 +170,10 @@ class CudaBackend final : public Backend {
   // read it, has finished.
   Status reservePinned(Buffer& b, size_t bytes);
   void dropGraphs();
-  // Copies part `p` (any float dtype, host memory, maybe unaligned) into `dev` as `dt`, through
-  // the pinned staging buffers: each chunk is converted into one while the other's copy runs.
+  // Copies part `p` (any dtype, host memory, maybe unaligned) into `dev` as `dt`, through the
+  // pinned staging buffers (one is filled while the other's copy runs); a dtype change is made on
+  // the device (convertElements), a fp16 overflow recorded for finishWeights under `name`.
   Status stageWeight(const TensorView& p, DType dt, uint8_t* dev, const std::string& name);
-  static Status fp16RangeError(const std::string& name);
   cuda::KvLayout kvLayout() const;
   // Key splits for `items` decode rows whose longest visible context is `max_keys`.
   int32_t chooseSplits(int64_t items, int64_t max_keys) const;
@@ -205,8 +205,6 @@ class CudaBackend final : public Backend {
   Buffer staging_dev_[2];                   // raw chunks converted on the device (F32 / BF16 / F16)
   int32_t* first_bad_weight_ = nullptr;     // device: lowest tag of a converted weight that overflowed
   std::vector<std::string> converted_names_;  // tag -> weight name, for finishWeights' error
-  std::vector<uint8_t> staging_src_;  // an aligned copy of a chunk converted on the host (other dtypes)
-  std::vector<float> staging_f32_;    // such a chunk widened to float32
   std::vector<Buffer> scratch_;
   Buffer half_x_;    // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)

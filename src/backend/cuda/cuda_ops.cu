@@ -1,8 +1,8 @@
 // Element-wise and row-wise kernels of the CUDA backend. The residual stream is
 // float32; the products' inputs (normed rows, SiLU·mul, attention output) may be
-// bf16 or fp16 (see docs/cuda-backend.md); weights and KV may be bf16 or fp16. Arithmetic is float32. Math follows
-// the CPU reference (backend/cpu/cpu_ops.cpp) and uses accurate libm
-// functions (expf, sincosf), not the fast intrinsics.
+// bf16 or fp16 (see docs/cuda-backend.md); weights and KV may be bf16 or fp16. Arithmetic is float32. Math
+// follows the CPU reference (backend/cpu/cpu_ops.cpp) and uses accurate libm functions (expf, sincosf), not
+// the fast intrinsics.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -18,16 +18,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <typename T>
-__device__ __forceinline__ float load(const T* p, int64_t i) { return toFloat(p[i]); }
-template <typename T>
-__device__ __forceinline__ void store(T* p, float v) { storeFloat(p, v); }
-
 dim3 grid2(int64_t rows, int64_t cols) {
   return dim3(static_cast<unsigned>((cols + kThreads - 1) / kThreads),
               static_cast<unsigned>(rows < 65535 ? rows : 65535));  // rows beyond: grid-stride
 }
-
 
 template <typename T>
 __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids, float* out, int64_t ld_out) {
@@ -35,7 +29,7 @@ __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids,
   pdlLaunchDependents();
   const int64_t r = blockIdx.x;
   const T* src = table + static_cast<int64_t>(ids[r]) * dim;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) out[r * ld_out + i] = load(src, i);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) out[r * ld_out + i] = toFloat(src[i]);
 }
 
 // Block-wide sum; every thread gets the result. `red` holds one float per warp.
@@ -71,7 +65,8 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, float* residual, int
   ss = blockSum(ss, red);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
   const float* src = res ? res : xr;  // each thread re-reads only what it wrote
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) store(out + r * ld_out + i, w[i] * (src[i] * inv));
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+    storeFloat(out + r * ld_out + i, w[i] * (src[i] * inv));
 }
 
 // Element-wise kernels: blockIdx.y is the row, blockIdx.x * blockDim.x + threadIdx.x the column
@@ -91,7 +86,7 @@ __global__ void addBiasKernel(T* out, int64_t ld_out, const float* bias, int64_t
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c < cols)
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-      store(out + r * ld_out + c, load(out, r * ld_out + c) + bias[c]);
+      storeFloat(out + r * ld_out + c, toFloat(out[r * ld_out + c]) + bias[c]);
 }
 
 __global__ void gatherKernel(const float* src, int64_t ld_src, const int64_t* rows, int64_t cols, float* out,
@@ -104,14 +99,15 @@ __global__ void gatherKernel(const float* src, int64_t ld_src, const int64_t* ro
 }
 
 template <typename TI, typename TO>
-__global__ void siluMulKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, TO* out, int64_t ld_out) {
+__global__ void siluMulKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, TO* out,
+                              int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= inter) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-    const float g = load(gu, r * ld_gu + i), u = load(gu, r * ld_gu + inter + i);
-    store(out + r * ld_out + i, (g / (1.0f + expf(-g))) * u);
+    const float g = toFloat(gu[r * ld_gu + i]), u = toFloat(gu[r * ld_gu + inter + i]);
+    storeFloat(out + r * ld_out + i, (g / (1.0f + expf(-g))) * u);
   }
 }
 
@@ -119,7 +115,8 @@ __global__ void siluMulKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t
 // reached about a third of the copy bandwidth on prefill-sized rows). Requires inter, ld_gu and
 // ld_out to be multiples of 8 and 16-byte aligned gu and out.
 template <typename TI, typename TO>
-__global__ void siluMulVecKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, TO* out, int64_t ld_out) {
+__global__ void siluMulVecKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, TO* out,
+                                 int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
   const int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 8;
@@ -202,16 +199,16 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
     x[i] = y1;
     x[i + half] = y2;
     if (k_dst) {
-      store(k_dst + h * head_stride + i, y1);
-      store(k_dst + h * head_stride + i + half, y2);
+      storeFloat(k_dst + h * head_stride + i, y1);
+      storeFloat(k_dst + h * head_stride + i + half, y2);
     }
   }
   if (!k_dst) return;
   const float* vr = a.v + r * a.ld_v;
   for (int64_t e = threadIdx.x; e < kvh * hd; e += blockDim.x) {
     const int64_t h = e / hd, d = e % hd;
-    if (d >= 2 * half) store(k_dst + h * head_stride + d, kr[e]);  // untouched by the rotation above
-    store(v_dst + h * head_stride + d, vr[e]);
+    if (d >= 2 * half) storeFloat(k_dst + h * head_stride + d, kr[e]);  // untouched by the rotation above
+    storeFloat(v_dst + h * head_stride + d, vr[e]);
   }
 }
 
@@ -258,21 +255,22 @@ __global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int
 }
 
 template <typename TI>
-void launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, void* out, DType out_dtype,
-                   int64_t ld_out, cudaStream_t stream) {
-  const bool vec = inter % 8 == 0 && ld_gu % 8 == 0 && ld_out % 8 == 0 && reinterpret_cast<uintptr_t>(gu) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(out) % 16 == 0;
-  (void)withElementType(out_dtype, [&](auto tag) {
+cudaError_t launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
+                          DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+  const bool vec = inter % 8 == 0 && ld_gu % 8 == 0 && ld_out % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(gu) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  return withElementType(out_dtype, [&](auto tag) {
     using TO = decltype(tag);
     if (vec)
-      launchPdl(siluMulVecKernel<TI, TO>, grid2(rows, (inter + 7) / 8), kThreads, 0, stream, gu, ld_gu, rows, inter,
-                static_cast<TO*>(out), ld_out);
-    else
-      launchPdl(siluMulKernel<TI, TO>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
-                static_cast<TO*>(out), ld_out);
-    return cudaSuccess;
+      return launchPdl(siluMulVecKernel<TI, TO>, grid2(rows, (inter + 7) / 8), kThreads, 0, stream, gu, ld_gu,
+                       rows, inter, static_cast<TO*>(out), ld_out);
+    return launchPdl(siluMulKernel<TI, TO>, grid2(rows, inter), kThreads, 0, stream, gu, ld_gu, rows, inter,
+                     static_cast<TO*>(out), ld_out);
   });
 }
+
+// A launch's result: its own error, else any error the launch left pending.
+cudaError_t launched(cudaError_t e) { return e != cudaSuccess ? e : cudaGetLastError(); }
 
 int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 128); }
 
@@ -288,26 +286,22 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
                       float* out, int64_t ld_out, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int t = threadsFor(dim);
-  if (cudaError_t e = withElementType(table_dtype, [&](auto tag) {
-        using T = decltype(tag);
-        return launchPdl(embeddingKernel<T>, n, t, 0, stream, static_cast<const T*>(table), dim, ids, out, ld_out);
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withElementType(table_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return launchPdl(embeddingKernel<T>, n, t, 0, stream, static_cast<const T*>(table), dim, ids, out,
+                     ld_out);
+  }));
 }
 
 cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
-                    int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+                    int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out,
+                    cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (cudaError_t e = withElementType(out_dtype, [&](auto tag) {
-        using TO = decltype(tag);
-        return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
-                         cols, static_cast<TO*>(out), ld_out);
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withElementType(out_dtype, [&](auto tag) {
+    using TO = decltype(tag);
+    return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
+                     cols, static_cast<TO*>(out), ld_out);
+  }));
 }
 
 cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
@@ -320,14 +314,11 @@ cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t ro
 cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  if (cudaError_t e = withElementType(out_dtype, [&](auto tag) {
-        using TO = decltype(tag);
-        return launchPdl(addBiasKernel<TO>, grid2(rows, cols), kThreads, 0, stream, static_cast<TO*>(out), ld_out,
-                         bias, rows, cols);
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withElementType(out_dtype, [&](auto tag) {
+    using TO = decltype(tag);
+    return launchPdl(addBiasKernel<TO>, grid2(rows, cols), kThreads, 0, stream, static_cast<TO*>(out), ld_out,
+                     bias, rows, cols);
+  }));
 }
 
 cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols,
@@ -340,55 +331,42 @@ cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, in
 cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows * inter == 0) return cudaSuccess;
-  if (out_dtype != DType::kF32 && out_dtype != DType::kBF16 && out_dtype != DType::kF16) return cudaErrorInvalidValue;
-  if (cudaError_t e = withElementType(gu_dtype, [&](auto tag) {
-        using TI = decltype(tag);
-        launchSiluMul(static_cast<const TI*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
-        return cudaSuccess;
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withElementType(gu_dtype, [&](auto tag) {
+    using TI = decltype(tag);
+    return launchSiluMul(static_cast<const TI*>(gu), ld_gu, rows, inter, out, out_dtype, ld_out, stream);
+  }));
 }
 
-cudaError_t splitToHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo, DType dtype,
-                        cudaStream_t stream) {
+cudaError_t splitToHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* hi, void* lo,
+                        DType dtype, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  if (cudaError_t e = withHalfType(dtype, [&](auto tag) {
-        using H = decltype(tag);
-        return launchPdl(splitHalfKernel<H>, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
-                         static_cast<H*>(hi), static_cast<H*>(lo));
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withHalfType(dtype, [&](auto tag) {
+    using H = decltype(tag);
+    return launchPdl(splitHalfKernel<H>, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
+                     static_cast<H*>(hi), static_cast<H*>(lo));
+  }));
 }
 
 cudaError_t toHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, DType dtype,
                    cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  if (cudaError_t e = withHalfType(dtype, [&](auto tag) {
-        using H = decltype(tag);
-        return launchPdl(toHalfKernel<H>, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
-                         static_cast<H*>(out));
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withHalfType(dtype, [&](auto tag) {
+    using H = decltype(tag);
+    return launchPdl(toHalfKernel<H>, grid2(rows, cols), kThreads, 0, stream, x, ld_x, rows, cols,
+                     static_cast<H*>(out));
+  }));
 }
 
-cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const RopeKvArgs& a, cudaStream_t stream) {
+cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const RopeKvArgs& a,
+                        cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   const int t = threadsFor(g.num_kv_heads * g.head_dim > a.q_heads * a.half ? g.num_kv_heads * g.head_dim
-                                                                             : a.q_heads * a.half);
+                                                                            : a.q_heads * a.half);
   const size_t smem = static_cast<size_t>(2 * a.half) * sizeof(float);
-  if (cudaError_t e = withElementType(kv_dtype, [&](auto tag) {
-        using T = decltype(tag);
-        return launchPdl(ropeWriteKvKernel<T>, a.rows, t, smem, stream, static_cast<T*>(pool), g, a);
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withElementType(kv_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return launchPdl(ropeWriteKvKernel<T>, a.rows, t, smem, stream, static_cast<T*>(pool), g, a);
+  }));
 }
 
 cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
@@ -406,35 +384,35 @@ __global__ void convertKernel(const TS* src, TD* dst, int64_t n, int32_t tag, in
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float v = toFloat(src[i]);
-    storeFloat(dst + i, v);
-    bad |= isfinite(v) && !isfinite(toFloat(dst[i]));
+    TD r;
+    storeFloat(&r, v);
+    dst[i] = r;
+    bad |= isfinite(v) && !isfinite(toFloat(r));
   }
   if (bad) atomicMin(first_bad, tag);
 }
 
 }  // namespace
 
-cudaError_t convertElements(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n, int32_t tag,
-                            int32_t* first_bad, cudaStream_t stream) {
+cudaError_t convertElements(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
+                            int32_t tag, int32_t* first_bad, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096));
-  if (cudaError_t e = withElementType(src_dtype, [&](auto s_tag) {
-        using TS = decltype(s_tag);
-        return withElementType(dst_dtype, [&](auto d_tag) {
-          using TD = decltype(d_tag);
-          convertKernel<TS, TD><<<blocks, 256, 0, stream>>>(static_cast<const TS*>(src), static_cast<TD*>(dst), n,
-                                                           tag, first_bad);
-          return cudaSuccess;
-        });
-      });
-      e != cudaSuccess)
-    return e;
-  return cudaGetLastError();
+  return launched(withElementType(src_dtype, [&](auto s_tag) {
+    using TS = decltype(s_tag);
+    return withElementType(dst_dtype, [&](auto d_tag) {
+      using TD = decltype(d_tag);
+      convertKernel<TS, TD>
+          <<<blocks, 256, 0, stream>>>(static_cast<const TS*>(src), static_cast<TD*>(dst), n, tag, first_bad);
+      return cudaSuccess;
+    });
+  }));
 }
 
 namespace {
 
-__global__ void feedTokensKernel(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, int32_t stride) {
+__global__ void feedTokensKernel(int32_t* ids, const int2* fed, int32_t n, const int32_t* src,
+                                 int32_t stride) {
   const int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) ids[fed[i].x] = max(0, src[static_cast<int64_t>(fed[i].y) * stride]);
 }
