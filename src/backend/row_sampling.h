@@ -26,6 +26,10 @@ struct RowSampling {
   int32_t penalty_count = 0;
   int32_t mask_begin = 0;           // [begin, begin + count) of the step's masked ids (set to -inf
   int32_t mask_count = 0;           // after the penalties: min_tokens)
+  // Overlapped steps: >= 0 when the sequence generated one more token than its penalty list
+  // holds, still on the backend as row `pending_src` of the previous step's result (what fed
+  // tokens read); the penalties count it as generated once more (Backend::sampleRowsAsync).
+  int32_t pending_src = -1;
 };
 
 // A distinct token of a sequence's prompt or output, for the penalties.

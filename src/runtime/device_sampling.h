@@ -21,7 +21,11 @@ class DeviceSamplingBatch {
  public:
   void clear();
   // Appends the row of one sequence (its logits are the next row of the step's logits).
-  void add(const SamplingParams& params, const SequenceSamplingState& state, std::span<const int32_t> eos_ids);
+  // pending_src >= 0: the state counts one generated token it has not recorded yet
+  // (acceptPending), still on the backend as row pending_src of the previous step's result;
+  // the penalties count it there (RowSampling::pending_src).
+  void add(const SamplingParams& params, const SequenceSamplingState& state, std::span<const int32_t> eos_ids,
+           int32_t pending_src = -1);
 
   std::span<const RowSampling> rows() const { return rows_; }
   std::span<const PenaltyToken> penalties() const { return penalties_; }

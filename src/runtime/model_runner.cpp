@@ -21,7 +21,6 @@ ModelRunner::StepNeeds ModelRunner::needsOf(std::span<const StepSequence> seqs) 
     n.logits_wanted = n.logits_wanted || s.return_logits || s.return_last_logits;
     if (!s.sample) continue;
     n.all_greedy = n.all_greedy && plainGreedy(s);
-    n.penalties = n.penalties || s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties();
   }
   n.all_greedy = n.all_greedy && !n.logits_wanted;
   return n;
@@ -85,6 +84,7 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
   // 2. The packed batch.
   ForwardBatch batch;
   std::vector<int64_t> first_row(seqs.size());
+  std::vector<int32_t> pending_src(seqs.size(), -1);
   int64_t rows = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& s = seqs[i];
@@ -100,6 +100,7 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
         return internalError("launch: sequence " + std::to_string(s.id) +
                              " waits for a token the previous launch does not sample on the backend");
       batch.fed.push_back(FedToken{static_cast<int32_t>(batch.numTokens()), it->second});
+      pending_src[i] = it->second;
     }
     std::span<const BlockId> table = kv_.blockTable(s.id);
     LogitsMode mode = s.return_logits ? LogitsMode::kAll : (s.sample || s.return_last_logits ? LogitsMode::kLast
@@ -122,9 +123,9 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
   Launched l;
   if (allow_async && logits.shape[0] > 0) {
     const StepNeeds needs = needsOf(seqs);
-    if (!needs.all_greedy && !needs.logits_wanted && !needs.penalties) {
-      for (const StepSequence& s : seqs)
-        if (s.sample) l.rows.add(*s.params, *s.state, eos_ids_);
+    if (!needs.all_greedy && !needs.logits_wanted) {
+      for (size_t i = 0; i < seqs.size(); ++i)
+        if (seqs[i].sample) l.rows.add(*seqs[i].params, *seqs[i].state, eos_ids_, pending_src[i]);
       if (static_cast<int64_t>(l.rows.rows().size()) != logits.shape[0])
         return internalError("launch: sampled sequences and logits rows disagree");
     }
@@ -157,14 +158,15 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
       return Status::ok();
     }
   }
-  LLMRT_ASSIGN_OR_RETURN(l.results, finishSync(seqs, batch, logits, first_row));
+  LLMRT_ASSIGN_OR_RETURN(l.results, finishSync(seqs, batch, logits, first_row, pending_src));
   pending_.push_back(std::move(l));
   return Status::ok();
 }
 
 Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const StepSequence> seqs,
                                                                 const ForwardBatch& batch, const TensorView& logits,
-                                                                std::span<const int64_t> first_row) {
+                                                                std::span<const int64_t> first_row,
+                                                                std::span<const int32_t> pending_src) {
   // Sampling and requested logits. When every sampled sequence decodes greedily
   // with nothing that changes its logits and no logits go back to the caller, the
   // backend's argmax runs where the logits are and only token ids cross to the host.
@@ -195,8 +197,8 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
   // row is sampled where the logits are: only tokens (and requested logprobs) come back.
   if (logits.shape[0] > 0 && !needs.logits_wanted) {
     device_sampling_.clear();
-    for (const StepSequence& s : seqs)
-      if (s.sample) device_sampling_.add(*s.params, *s.state, eos_ids_);
+    for (size_t i = 0; i < seqs.size(); ++i)
+      if (seqs[i].sample) device_sampling_.add(*seqs[i].params, *seqs[i].state, eos_ids_, pending_src[i]);
     if (static_cast<int64_t>(device_sampling_.rows().size()) != logits.shape[0])
       return internalError("step: sampled sequences and logits rows disagree");
     if (backend_.samplesRows(device_sampling_.rows(), vocab)) {
@@ -224,9 +226,38 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
       out[i].logits.assign(first, first + n_rows * vocab);
     }
     if (s.return_last_logits) out[i].last_logits.assign(last, last + vocab);
-    if (s.sample) setSample(out[i], sampler_.sample(last, vocab, *s.params, *s.state, eos_ids_));
+    if (!s.sample) continue;
+    if (pending_src[i] >= 0 && (s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties())) {
+      // The penalties need the previous launch's token, still pending in the state.
+      Result<int32_t> token = previousToken(pending_src[i]);
+      if (!token.isOk()) {
+        out[i].error = token.status();
+        continue;
+      }
+      SequenceSamplingState state = *s.state;
+      state.resolvePending(*token);
+      setSample(out[i], sampler_.sample(last, vocab, *s.params, state, eos_ids_));
+      continue;
+    }
+    setSample(out[i], sampler_.sample(last, vocab, *s.params, *s.state, eos_ids_));
   }
   return out;
+}
+
+Result<int32_t> ModelRunner::previousToken(int32_t src) {
+  // launch() has not queued this step yet: the previous launch is the newest one queued.
+  if (pending_.empty() || !pending_.back().async)
+    return internalError("sampling: a pending token without an uncollected async launch");
+  Launched& prev = pending_.back();
+  if (prev.sampled) {
+    LLMRT_RETURN_IF_ERROR(prev.rows.wait(backend_, prev.ticket).withContext("the previous step's tokens"));
+    LLMRT_ASSIGN_OR_RETURN(SampleResult r, prev.rows.result(static_cast<size_t>(src), prev.vocab));
+    return r.token;
+  }
+  collected_ids_.resize(std::max(collected_ids_.size(), static_cast<size_t>(src) + 1));
+  LLMRT_RETURN_IF_ERROR(backend_.waitArgmax(prev.ticket, collected_ids_.data()).withContext("the previous step's tokens"));
+  if (collected_ids_[static_cast<size_t>(src)] < 0) return internalError("sampling: the previous step's token failed");
+  return collected_ids_[static_cast<size_t>(src)];
 }
 
 }  // namespace llmrt

@@ -54,11 +54,13 @@ class ModelRunner {
   Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs);
 
   // Launches one step. With `allow_async`, a step that returns no logits and whose sampled rows
-  // are all plain greedy (argmax) or, where the backend samples, use no penalties (which need
-  // the previous tokens' ids) leaves its tokens on the backend and returns before they are
-  // back (launchedAsync()): the next step may be launched at once, feeding those tokens to its
-  // fed_last sequences on the backend. Any other step runs to completion here. Each launch's
-  // results come from one collect() call, in launch order; at most two launches are uncollected.
+  // are all plain greedy (argmax) or sampled by the backend leaves its tokens on the backend and
+  // returns before they are back (launchedAsync()): the next step may be launched at once,
+  // feeding those tokens to its fed_last sequences on the backend. A fed_last sequence with
+  // penalties counts its pending token there too (RowSampling::pending_src); where the host
+  // samples it, the previous launch's token is waited for first. Any other step runs to
+  // completion here. Each launch's results come from one collect() call, in launch order; at
+  // most two launches are uncollected.
   Status launch(std::span<const StepSequence> seqs, bool allow_async);
   bool launchedAsync() const { return !pending_.empty() && pending_.back().async; }
   size_t numUncollected() const { return pending_.size(); }
@@ -86,7 +88,6 @@ class ModelRunner {
   struct StepNeeds {
     bool all_greedy = true;      // every sampled row plainGreedy and no logits wanted: the argmax will do
     bool logits_wanted = false;  // context or generation logits go back to the caller
-    bool penalties = false;      // a sampled row uses repetition / presence / frequency penalties
   };
   static StepNeeds needsOf(std::span<const StepSequence> seqs);
 
@@ -100,8 +101,12 @@ class ModelRunner {
     std::vector<StepSequenceResult> results;   // sync: the finished results
   };
   // The synchronous tail of launch: sampling and logits for a step whose forward has run.
+  // pending_src[i]: sequence i's fed_last source row in the previous launch's result (else -1).
   Result<std::vector<StepSequenceResult>> finishSync(std::span<const StepSequence> seqs, const ForwardBatch& batch,
-                                                     const TensorView& logits, std::span<const int64_t> first_row);
+                                                     const TensorView& logits, std::span<const int64_t> first_row,
+                                                     std::span<const int32_t> pending_src);
+  // The token the previous (uncollected, async) launch sampled at result row `src` (waits for it).
+  Result<int32_t> previousToken(int32_t src);
 
   LlamaModel& model_;
   Backend& backend_;

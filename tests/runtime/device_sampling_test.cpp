@@ -522,6 +522,117 @@ TEST_P(DeviceSampling, AsyncResultsEqualTheSynchronousOnes) {
   EXPECT_EQ(backend_->waitSamples(*ta, out).code(), StatusCode::kInvalidArgument);  // overwritten since
 }
 
+// Overlapped steps with penalties: a row whose newest token is still on the device (the previous
+// result's row pending_src) samples exactly as the same row whose state has that token recorded:
+// a token already in the list (prompt or output) has its count raised, a new one is penalized on
+// its own; rows without penalties ignore it.
+TEST_P(DeviceSampling, PendingTokensCountAsGenerated) {
+  if (GetParam() == "reference") GTEST_SKIP() << "pending tokens come from a device result";
+  std::mt19937 rng(31);
+  const int64_t vocab = 4000;
+  // The previous step: greedy rows whose argmax is tokens[r].
+  const std::vector<int32_t> tokens = {17, 250, 999, 3001, 42, 7, 1234};
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  std::vector<float> prev(static_cast<size_t>(rows * vocab), 0.0f);
+  DeviceSamplingBatch first;
+  for (int64_t r = 0; r < rows; ++r) {
+    prev[static_cast<size_t>(r * vocab + tokens[static_cast<size_t>(r)])] = 5.0f;
+    SamplingParams g;
+    g.temperature = 0.0f;
+    first.add(g, SequenceSamplingState(g, {}, 1, 0), {});
+  }
+  // This step: each row's pending token holds the top logit, so the penalties decide.
+  std::vector<float> cur;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<float> l = randomLogits(vocab, 2.0f, rng);
+    l[static_cast<size_t>(tokens[static_cast<size_t>(r)])] = *std::max_element(l.begin(), l.end()) + 0.5f;
+    cur.insert(cur.end(), l.begin(), l.end());
+  }
+  struct Row {
+    SamplingParams p;
+    std::vector<int32_t> prompt;
+    std::vector<int32_t> generated;  // before the pending token
+  };
+  std::vector<Row> spec(static_cast<size_t>(rows));
+  for (Row& x : spec) x.p.temperature = 0.0f;  // greedy unless set below
+  spec[0].p.repetition_penalty = 1.5f;  // pending token in the prompt
+  spec[0].prompt = {17, 5, 6};
+  spec[1].p.repetition_penalty = 1.5f;  // pending token new
+  spec[1].prompt = {5, 6};
+  spec[1].generated = {8};
+  spec[2].p.frequency_penalty = 0.6f;  // generated twice before: its count becomes 3
+  spec[2].p.presence_penalty = 0.3f;
+  spec[2].generated = {999, 12, 999};
+  spec[3].p.frequency_penalty = 0.6f;  // the first generated token (the list is empty)
+  spec[3].p.presence_penalty = 0.3f;
+  spec[4].p.temperature = 0.9f;  // sampled, every penalty
+  spec[4].p.top_k = 30;
+  spec[4].p.repetition_penalty = 1.2f;
+  spec[4].p.frequency_penalty = 0.2f;
+  spec[4].p.presence_penalty = 0.1f;
+  spec[4].prompt = {1, 2, 3};
+  spec[4].generated = {42, 9};
+  spec[5].p.temperature = 0.8f;  // top-p alone, output penalties
+  spec[5].p.top_p = 0.9f;
+  spec[5].p.presence_penalty = 1.0f;
+  spec[5].generated = {3};
+  spec[6].generated = {1234};  // no penalties: the pending token changes nothing
+  DeviceSamplingBatch got, want;
+  for (int64_t r = 0; r < rows; ++r) {
+    Row& x = spec[static_cast<size_t>(r)];
+    x.p.seed = 100 + static_cast<uint64_t>(r);
+    x.p.logprobs = 3;
+    SequenceSamplingState pending(x.p, x.prompt, *x.p.seed, 0);
+    for (int32_t t : x.generated) pending.accept(t);
+    SequenceSamplingState known = pending;
+    pending.acceptPending();
+    known.accept(tokens[static_cast<size_t>(r)]);
+    got.add(x.p, pending, {}, static_cast<int32_t>(r));
+    want.add(x.p, known, {});
+  }
+  EXPECT_EQ(got.rows()[6].pending_src, -1);  // (add drops it where no penalty reads it)
+  TensorView vp = backend_->scratch(0, rows, vocab, DType::kF32), vc = backend_->scratch(1, rows, vocab, DType::kF32);
+  ASSERT_TRUE(backend_->copyFromHost(prev.data(), vp).isOk());
+  ASSERT_TRUE(backend_->copyFromHost(cur.data(), vc).isOk());
+  auto t1 = first.start(*backend_, vp);
+  ASSERT_TRUE(t1.isOk()) << t1.status().toString();
+  auto t2 = got.start(*backend_, vc);
+  ASSERT_TRUE(t2.isOk()) << t2.status().toString();
+  ASSERT_TRUE(first.wait(*backend_, *t1).isOk());
+  ASSERT_TRUE(got.wait(*backend_, *t2).isOk());
+  for (int64_t r = 0; r < rows; ++r) {
+    auto f = first.result(static_cast<size_t>(r), vocab);
+    ASSERT_TRUE(f.isOk());
+    ASSERT_EQ(f->token, tokens[static_cast<size_t>(r)]);
+  }
+  ASSERT_TRUE(backend_->copyFromHost(cur.data(), vc).isOk());
+  ASSERT_TRUE(want.run(*backend_, vc).isOk());
+  for (int64_t r = 0; r < rows; ++r) {
+    auto g = got.result(static_cast<size_t>(r), vocab), w = want.result(static_cast<size_t>(r), vocab);
+    ASSERT_TRUE(g.isOk() && w.isOk()) << "row " << r;
+    EXPECT_EQ(g->token, w->token) << "row " << r;
+    EXPECT_EQ(g->logprob, w->logprob) << "row " << r;
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(g->top[static_cast<size_t>(j)].token, w->top[static_cast<size_t>(j)].token) << "row " << r;
+      EXPECT_EQ(g->top[static_cast<size_t>(j)].logprob, w->top[static_cast<size_t>(j)].logprob) << "row " << r;
+    }
+    // The penalized greedy rows no longer pick the pending token, which held the top logit.
+    if (r < 4) EXPECT_NE(g->token, tokens[static_cast<size_t>(r)]) << "row " << r;
+  }
+  EXPECT_EQ(got.result(6, vocab)->token, tokens[6]);
+  // A pending row with no earlier result in range is refused.
+  DeviceSamplingBatch bad;
+  SamplingParams rp;
+  rp.repetition_penalty = 1.1f;
+  const std::vector<int32_t> one_token = {1};
+  SequenceSamplingState st(rp, one_token, 1, 0);
+  st.acceptPending();
+  bad.add(rp, st, {}, static_cast<int32_t>(rows + 5));
+  TensorView one = backend_->scratch(2, 1, vocab, DType::kF32);
+  ASSERT_TRUE(backend_->copyFromHost(cur.data(), one).isOk());
+  EXPECT_EQ(bad.run(*backend_, one).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(DeviceSampling, TimingOfOneStep) {
   // Informational: the cost of sampleRows for one decode step at Llama-3's vocabulary.
   if (GetParam() == "reference") GTEST_SKIP() << "timing is for device backends";

@@ -44,6 +44,9 @@ void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--temperature", f.temperature, "Sampling temperature of every request (default 0: greedy)");
   cmd->add_option("--top-k", f.top_k, "Top-k of every request (default 0: off)");
   cmd->add_option("--top-p", f.top_p, "Top-p of every request (default 1: off)");
+  cmd->add_option("--repetition-penalty", f.repetition_penalty, "Repetition penalty of every request (default 1: off)");
+  cmd->add_option("--presence-penalty", f.presence_penalty, "Presence penalty of every request (default 0: off)");
+  cmd->add_option("--frequency-penalty", f.frequency_penalty, "Frequency penalty of every request (default 0: off)");
   cmd->add_option("--log-level", f.log_level, "trace | debug | info | warning | error | off");
 }
 
@@ -114,7 +117,10 @@ json engineConfigJson(const EngineFlags& f) {
             {"seed", f.seed},
             {"temperature", f.temperature},
             {"top_k", f.top_k},
-            {"top_p", f.top_p}};
+            {"top_p", f.top_p},
+            {"repetition_penalty", f.repetition_penalty},
+            {"presence_penalty", f.presence_penalty},
+            {"frequency_penalty", f.frequency_penalty}};
   j["kv_cache_free_gpu_memory_fraction"] = f.kv_fraction ? json(*f.kv_fraction) : json(nullptr);
   j["kv_cache_max_tokens"] = f.kv_max_tokens ? json(*f.kv_max_tokens) : json(nullptr);
   return j;
@@ -167,6 +173,9 @@ SamplingParams benchSamplingParams(const EngineFlags& f, int max_tokens) {
   sp.temperature = f.temperature;
   sp.top_k = f.top_k;
   sp.top_p = f.top_p;
+  sp.repetition_penalty = f.repetition_penalty;
+  sp.presence_penalty = f.presence_penalty;
+  sp.frequency_penalty = f.frequency_penalty;
   sp.max_tokens = max_tokens;
   sp.min_tokens = 0;
   sp.ignore_eos = true;

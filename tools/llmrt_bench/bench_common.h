@@ -47,6 +47,9 @@ struct EngineFlags {
   float temperature = 0.0f;
   int top_k = 0;
   float top_p = 1.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
 };
 
 // Registers the engine flags on a subcommand.

@@ -176,9 +176,15 @@ cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* 
 // rows, each with a top-k of at most a few hundred or top-p without top-k, and no logprobs
 // (sampleCompactApplies; a top-p row whose nucleus may reach beyond the union uses the whole row): many
 // CTAs per row cut the vocabulary down to the union of its slices' top-k sets; same results.
+// pending: where rows with RowSampling::pending_src >= 0 read their pending token (the previous
+// step's result: ids[pending_src * stride]); unused (null) when no row has one.
+struct PendingTokens {
+  const int32_t* ids = nullptr;
+  int64_t stride = 1;
+};
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
-                       const PenaltyToken* penalties, const int32_t* masked, RowSample* out, void* compact_ws,
-                       cudaStream_t stream);
+                       const PenaltyToken* penalties, const int32_t* masked, PendingTokens pending, RowSample* out,
+                       void* compact_ws, cudaStream_t stream);
 // (top_p_alone = false: only rows with a small top-k qualify, not rows with top-p alone.)
 bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab, bool top_p_alone = true);
 size_t sampleCompactBytes(int64_t rows);

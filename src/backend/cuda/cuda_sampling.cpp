@@ -59,6 +59,20 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
       return invalidArgument(strprintf("sampleRows: row %zu: num_logprobs %d > %d", r, p.num_logprobs,
                                        RowSample::kMaxTop));
   }
+  // Pending tokens are read from the latest result (argmax ids or RowSamples), as fed tokens are.
+  cuda::PendingTokens pending;
+  const bool any_pending =
+      std::any_of(rows.begin(), rows.end(), [](const RowSampling& p) { return p.pending_src >= 0; });
+  if (any_pending) {
+    if (result_tickets_ == 0) return failedPrecondition("sampleRows: a pending token but no earlier step result");
+    const int prev = static_cast<int>((result_tickets_ - 1) % 2);
+    for (size_t r = 0; r < rows.size(); ++r)
+      if (rows[r].pending_src >= result_rows_[prev])
+        return invalidArgument(strprintf("sampleRows: row %zu's pending token %d lies outside the previous %lld rows",
+                                         r, rows[r].pending_src, static_cast<long long>(result_rows_[prev])));
+    pending.ids = static_cast<const int32_t*>(result_samples_[prev] ? sample_out_[prev].ptr : argmax_[prev].ptr);
+    pending.stride = result_samples_[prev] ? static_cast<int64_t>(sizeof(RowSample) / sizeof(int32_t)) : 1;
+  }
 
   // Slot `slot` was last used two results ago, which its caller has waited for: its pinned
   // buffers are free (the other slot's may still be read by a step in flight).
@@ -88,7 +102,7 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
       LLMRT_CUDA_RETURN_IF_ERROR(cuda::sampleRows(static_cast<float*>(logits.data), viewRowStride(logits), n, vocab,
                                                   reinterpret_cast<const RowSampling*>(dev),
                                                   reinterpret_cast<const PenaltyToken*>(dev + pen_off),
-                                                  reinterpret_cast<const int32_t*>(dev + mask_off),
+                                                  reinterpret_cast<const int32_t*>(dev + mask_off), pending,
                                                   static_cast<RowSample*>(sample_out_[slot].ptr),
                                                   compact ? sample_compact_.ptr : nullptr, stream_));
     }

@@ -479,20 +479,34 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   return sh.cand_id[slot];
 }
 
-// Penalties, then the min_tokens mask (the listed tokens are distinct), in place.
+// One penalty (repetition, then presence / frequency) on logit v of a token seen `generated`
+// times in the output (and in the prompt when in_prompt).
+__device__ __forceinline__ float penalized(const RowSampling& p, float v, int32_t generated, bool in_prompt) {
+  if (p.repetition_penalty != 1.0f && (in_prompt || generated > 0))
+    v = v > 0.0f ? __fdiv_rn(v, p.repetition_penalty) : __fmul_rn(v, p.repetition_penalty);
+  if ((p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && generated > 0)
+    v = __fsub_rn(v, __fadd_rn(__fmul_rn(p.frequency_penalty, static_cast<float>(generated)), p.presence_penalty));
+  return v;
+}
+
+// Penalties, then the min_tokens mask (the listed tokens are distinct), in place. A row with a
+// pending token (RowSampling::pending_src) counts it once more: with its listed entry, or on
+// its own when the list does not hold it.
 __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vocab, const PenaltyToken* penalties,
-                                      const int32_t* masked) {
+                                      const int32_t* masked, PendingTokens pending) {
+  __shared__ int32_t pending_listed;
+  const int32_t pend = p.pending_src >= 0 ? pending.ids[static_cast<int64_t>(p.pending_src) * pending.stride] : -1;
+  if (threadIdx.x == 0) pending_listed = 0;
+  __syncthreads();
   for (int32_t j = threadIdx.x; j < p.penalty_count; j += kThreads) {
     const PenaltyToken t = penalties[p.penalty_begin + j];
     if (t.token < 0 || t.token >= vocab) continue;
-    float v = x[t.token];
-    if (p.repetition_penalty != 1.0f && (t.in_prompt || t.generated_count > 0))
-      v = v > 0.0f ? __fdiv_rn(v, p.repetition_penalty) : __fmul_rn(v, p.repetition_penalty);
-    if ((p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && t.generated_count > 0)
-      v = __fsub_rn(v, __fadd_rn(__fmul_rn(p.frequency_penalty, static_cast<float>(t.generated_count)),
-                                 p.presence_penalty));
-    x[t.token] = v;
+    const bool is_pending = t.token == pend;
+    if (is_pending) pending_listed = 1;
+    x[t.token] = penalized(p, x[t.token], t.generated_count + (is_pending ? 1 : 0), t.in_prompt != 0);
   }
+  __syncthreads();
+  if (threadIdx.x == 0 && pend >= 0 && pend < vocab && !pending_listed) x[pend] = penalized(p, x[pend], 1, false);
   __syncthreads();
   for (int32_t j = threadIdx.x; j < p.mask_count; j += kThreads) {
     const int32_t id = masked[p.mask_begin + j];
@@ -504,8 +518,8 @@ __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vo
 // The compact pass, part 1 (one CTA per row): penalties and masks in place.
 __global__ void __launch_bounds__(kThreads) prepareKernel(float* logits, int64_t ld, int64_t vocab,
                                                           const RowSampling* params, const PenaltyToken* penalties,
-                                                          const int32_t* masked) {
-  applyPenaltiesAndMask(params[blockIdx.x], logits + blockIdx.x * ld, vocab, penalties, masked);
+                                                          const int32_t* masked, PendingTokens pending) {
+  applyPenaltiesAndMask(params[blockIdx.x], logits + blockIdx.x * ld, vocab, penalties, masked, pending);
 }
 
 // The compact pass, part 2 (grid kCompactCtas x rows): slice blockIdx.x of row blockIdx.y keeps its
@@ -543,8 +557,8 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
 
 __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t ld, int64_t vocab,
                                                          const RowSampling* params, const PenaltyToken* penalties,
-                                                         const int32_t* masked, RowSample* out, CompactView cv,
-                                                         bool use_compact) {
+                                                         const int32_t* masked, PendingTokens pending,
+                                                         RowSample* out, CompactView cv, bool use_compact) {
   __shared__ Shared sh;
   const RowSampling p = params[blockIdx.x];
   float* x = logits + blockIdx.x * ld;
@@ -552,7 +566,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
   // 1-2. Penalties, then the min_tokens mask (done by the compact pass when there is one).
-  if (compact == nullptr) applyPenaltiesAndMask(p, x, vocab, penalties, masked);
+  if (compact == nullptr) applyPenaltiesAndMask(p, x, vocab, penalties, masked, pending);
 
   // The compact pass (small batches with a small top-k, or top-p alone): the union of every slice's
   // top-k holds the row's top-k, its max and everything the draw reads (top-p alone: checked
@@ -786,8 +800,8 @@ size_t sampleCompactBytes(int64_t rows) {
 }
 
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
-                       const PenaltyToken* penalties, const int32_t* masked, RowSample* out, void* compact_ws,
-                       cudaStream_t stream) {
+                       const PenaltyToken* penalties, const int32_t* masked, PendingTokens pending, RowSample* out,
+                       void* compact_ws, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   CompactView cv{};
   if (compact_ws != nullptr) {
@@ -800,12 +814,13 @@ cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, c
     cv.seg_floor = reinterpret_cast<uint32_t*>(cv.seg_bad + segs);
     cv.row_val = reinterpret_cast<float*>(w + segs * kCompactMaxK * 8 + segs * 12);
     cv.row_id = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(cv.row_val) + static_cast<size_t>(rows) * kCompactCap * 4);
-    prepareKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked);
+    prepareKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked,
+                                                                         pending);
     compactKernel<<<dim3(kCompactCtas, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, ld, vocab, params,
                                                                                              cv);
   }
   sampleKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked,
-                                                                    out, cv, compact_ws != nullptr);
+                                                                    pending, out, cv, compact_ws != nullptr);
   return cudaGetLastError();
 }
 
