@@ -420,7 +420,9 @@ TEST(Executor, OverlapWithPenaltiesGivesTheStepByStepOutputs) {
     sampled.sampling_params.frequency_penalty = 0.3f;
     sampled.sampling_params.presence_penalty = 0.2f;
     rs.push_back(sampled);
-    Request top_p = req(prompt(10, 33), 30);  // top-p alone with penalties
+    // Top-p alone with penalties, the longest: its last steps run alone, and a GPU samples a
+    // lone top-p row on the host, which then waits for the pending token of the step before.
+    Request top_p = req(prompt(10, 33), 56);
     top_p.sampling_params.temperature = 0.8f;
     top_p.sampling_params.top_p = 0.9f;
     top_p.sampling_params.seed = 5;
