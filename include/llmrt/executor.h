@@ -45,9 +45,10 @@ struct ExecutorConfig {
   int64_t max_seq_len = 0;        // prompt + generated; 0 = the model's max_position_embeddings
   int num_threads = 0;            // CPU backend threads; 0 = all cores
   // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding
-  // step N's greedy tokens to step N+1 on the device; step N's results are handled while
-  // N+1 runs. A sequence that step N finishes has computed one token in N+1 for nothing.
-  // Steps with other sampling, logits or logprobs wait for their results as before.
+  // step N's tokens (greedy or sampled on the device, penalties and logprobs included) to step
+  // N+1 on the device; step N's results are handled while N+1 runs. A sequence that step N
+  // finishes has computed one token in N+1 for nothing. Steps returning logits, and steps whose
+  // rows the host samples, wait for their results as before.
   // "auto": on where the backend runs behind the host (CUDA); "on"; "off".
   std::string overlap = "auto";
   // Iteration stats kept for getLatestIterationStats() (oldest dropped); 0 = none.

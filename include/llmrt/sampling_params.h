@@ -93,6 +93,7 @@ struct SamplingParams {
   bool isGreedy() const { return temperature < kGreedyTemperature; }
   bool usesRepetitionPenalty() const { return repetition_penalty != 1.0f; }
   bool usesOutputPenalties() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
+  bool usesPenalties() const { return usesRepetitionPenalty() || usesOutputPenalties(); }
 };
 
 }  // namespace llmrt

@@ -62,7 +62,7 @@ struct StepInputs {
   std::span<const int64_t> slots;       // [T] cache slot (block * tokens_per_block + offset); < 0: not written
   std::span<const StepSeq> seqs;        // every row belongs to exactly one sequence
   std::span<const int64_t> logit_rows;  // rows gatherLogitRows picks, in order
-  std::span<const FedToken> fed_tokens;  // rows whose id comes from the previous step's argmax (their token_ids entry is ignored)
+  std::span<const FedToken> fed_tokens;  // rows whose id comes from the previous step's result, argmax or sampled (their token_ids entry is ignored)
   // RoPE: `num tables` tables of rotary_dim / 2 inverse frequencies, back to back
   // (one for the model, or one per sequence where the scaling depends on length).
   std::span<const float> rope_inv_freq;

@@ -25,7 +25,7 @@ struct HostStep {
   std::vector<int32_t> row_rope_table;  // [T] RoPE table of each row's sequence
   std::vector<int64_t> slots;           // [T] (< 0: not written)
   std::vector<int64_t> logit_rows;
-  std::vector<FedToken> fed;            // rows whose id comes from the previous step's argmax
+  std::vector<FedToken> fed;            // rows whose id comes from the previous step's result
   std::vector<Seq> seqs;
   std::vector<int32_t> tables;          // every sequence's block table, back to back
   std::vector<float> inv_freq;          // [num_tables][rotary_dim / 2]

@@ -27,8 +27,8 @@ struct ForwardSeq {
 struct ForwardBatch {
   std::vector<int32_t> token_ids;  // packed new tokens of all sequences, in sequence order
   std::vector<ForwardSeq> seqs;
-  // Overlapped steps: packed rows whose id the previous step's argmax holds on the backend
-  // (their token_ids entry is a placeholder).
+  // Overlapped steps: packed rows whose id the previous step's result (argmax or sampled) holds
+  // on the backend (their token_ids entry is a placeholder).
   std::vector<FedToken> fed;
 
   // Appends a sequence's new tokens.

@@ -31,13 +31,12 @@ void DeviceSamplingBatch::add(const SamplingParams& params, const SequenceSampli
   r.sample_index = state.sampleIndex();
   r.num_logprobs = params.logprobs ? *params.logprobs : -1;
   r.penalty_begin = static_cast<int32_t>(penalties_.size());
-  const bool penalized = params.usesRepetitionPenalty() || params.usesOutputPenalties();
   if (penaltiesApply(params, state)) {
     for (const SequenceSamplingState::TokenStat& s : state.tokenStats())
       penalties_.push_back(PenaltyToken{s.token, s.generated_count, s.in_prompt ? 1 : 0});
   }
   r.penalty_count = static_cast<int32_t>(penalties_.size()) - r.penalty_begin;
-  r.pending_src = penalized ? pending_src : -1;  // (only the penalties read the pending token's id)
+  r.pending_src = params.usesPenalties() ? pending_src : -1;  // (only the penalties read the pending token's id)
   r.mask_begin = static_cast<int32_t>(masked_.size());
   if (minTokensMaskApplies(params, state, eos_ids)) appendMinTokensMaskIds(params, eos_ids, masked_);
   r.mask_count = static_cast<int32_t>(masked_.size()) - r.mask_begin;

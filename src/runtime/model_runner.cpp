@@ -227,7 +227,7 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
     }
     if (s.return_last_logits) out[i].last_logits.assign(last, last + vocab);
     if (!s.sample) continue;
-    if (pending_src[i] >= 0 && (s.params->usesRepetitionPenalty() || s.params->usesOutputPenalties())) {
+    if (pending_src[i] >= 0 && s.params->usesPenalties()) {
       // The penalties need the previous launch's token, still pending in the state.
       Result<int32_t> token = previousToken(pending_src[i]);
       if (!token.isOk()) {
@@ -245,19 +245,14 @@ Result<std::vector<StepSequenceResult>> ModelRunner::finishSync(std::span<const 
 }
 
 Result<int32_t> ModelRunner::previousToken(int32_t src) {
-  // launch() has not queued this step yet: the previous launch is the newest one queued.
-  if (pending_.empty() || !pending_.back().async)
-    return internalError("sampling: a pending token without an uncollected async launch");
+  // launch() has not queued this step yet: the previous launch is the newest one queued. A
+  // sequence with penalties is never plain greedy, so that launch sampled it (not an argmax).
+  if (pending_.empty() || !pending_.back().async || !pending_.back().sampled)
+    return internalError("sampling: a pending token without an uncollected sampled launch");
   Launched& prev = pending_.back();
-  if (prev.sampled) {
-    LLMRT_RETURN_IF_ERROR(prev.rows.wait(backend_, prev.ticket).withContext("the previous step's tokens"));
-    LLMRT_ASSIGN_OR_RETURN(SampleResult r, prev.rows.result(static_cast<size_t>(src), prev.vocab));
-    return r.token;
-  }
-  collected_ids_.resize(std::max(collected_ids_.size(), static_cast<size_t>(src) + 1));
-  LLMRT_RETURN_IF_ERROR(backend_.waitArgmax(prev.ticket, collected_ids_.data()).withContext("the previous step's tokens"));
-  if (collected_ids_[static_cast<size_t>(src)] < 0) return internalError("sampling: the previous step's token failed");
-  return collected_ids_[static_cast<size_t>(src)];
+  LLMRT_RETURN_IF_ERROR(prev.rows.wait(backend_, prev.ticket).withContext("the previous step's tokens"));
+  LLMRT_ASSIGN_OR_RETURN(SampleResult r, prev.rows.result(static_cast<size_t>(src), prev.vocab));
+  return r.token;
 }
 
 }  // namespace llmrt

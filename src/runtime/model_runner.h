@@ -117,7 +117,8 @@ class ModelRunner {
   std::vector<int32_t> argmax_;     // this step's greedy tokens, from Backend::argmaxRows
   DeviceSamplingBatch device_sampling_;  // this step's rows for Backend::sampleRows
   std::deque<Launched> pending_;  // uncollected launches, oldest first
-  // The last launch, when async: each sampled sequence's argmax row (what fed_last reads).
+  // The last launch, when async: each sampled sequence's result row (what fed_last and pending
+  // penalty tokens read).
   std::unordered_map<SequenceId, int32_t> fed_rows_;
   std::vector<int32_t> collected_ids_;
   uint64_t steps_ = 0;

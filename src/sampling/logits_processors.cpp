@@ -15,7 +15,7 @@ void maskIds(std::span<float> logits, std::span<const int32_t> ids) {
 }  // namespace
 
 bool penaltiesApply(const SamplingParams& params, const SequenceSamplingState& state) {
-  return (params.usesRepetitionPenalty() || params.usesOutputPenalties()) && !state.tokenStats().empty();
+  return params.usesPenalties() && !state.tokenStats().empty();
 }
 
 bool minTokensMaskApplies(const SamplingParams& params, const SequenceSamplingState& state,

@@ -43,7 +43,7 @@ SequenceSamplingState::SequenceSamplingState(const SamplingParams& params, std::
     : seed_(seed),
       sample_index_(sample_index),
       track_prompt_(params.usesRepetitionPenalty()),
-      track_output_(params.usesRepetitionPenalty() || params.usesOutputPenalties()) {
+      track_output_(params.usesPenalties()) {
   if (track_output_) rehash(64);
   if (track_prompt_) {
     for (int32_t t : prompt) findOrInsert(t).in_prompt = true;

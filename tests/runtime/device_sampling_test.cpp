@@ -555,7 +555,7 @@ TEST_P(DeviceSampling, PendingTokensCountAsGenerated) {
   };
   std::vector<Row> spec(static_cast<size_t>(rows));
   for (Row& x : spec) x.p.temperature = 0.0f;  // greedy unless set below
-  spec[0].p.repetition_penalty = 1.5f;  // pending token in the prompt
+  spec[0].p.repetition_penalty = 1.5f;  // pending token in the prompt: penalized once, not twice
   spec[0].prompt = {17, 5, 6};
   spec[1].p.repetition_penalty = 1.5f;  // pending token new
   spec[1].prompt = {5, 6};
@@ -620,6 +620,36 @@ TEST_P(DeviceSampling, PendingTokensCountAsGenerated) {
     if (r < 4) EXPECT_NE(g->token, tokens[static_cast<size_t>(r)]) << "row " << r;
   }
   EXPECT_EQ(got.result(6, vocab)->token, tokens[6]);
+  // The same on the compact pass (CUDA: at most a few rows, each sampled with a small top-k and
+  // no logprobs), whose first kernel applies the penalties: rows 2-5 with top-k 40, seeded draws.
+  DeviceSamplingBatch got_c, want_c;
+  for (int64_t r = 2; r < 6; ++r) {
+    Row x = spec[static_cast<size_t>(r)];
+    x.p.temperature = 0.7f;
+    x.p.top_k = 40;
+    x.p.top_p = 1.0f;
+    x.p.logprobs.reset();
+    SequenceSamplingState pending(x.p, x.prompt, *x.p.seed, 0);
+    for (int32_t t : x.generated) pending.accept(t);
+    SequenceSamplingState known = pending;
+    pending.acceptPending();
+    known.accept(tokens[static_cast<size_t>(r)]);
+    got_c.add(x.p, pending, {}, static_cast<int32_t>(r));
+    want_c.add(x.p, known, {});
+  }
+  TensorView vc4 = backend_->scratch(1, 4, vocab, DType::kF32);
+  auto t3 = first.start(*backend_, vp);  // the previous step again: the latest result
+  ASSERT_TRUE(t3.isOk()) << t3.status().toString();
+  ASSERT_TRUE(backend_->copyFromHost(cur.data() + 2 * vocab, vc4).isOk());
+  ASSERT_TRUE(got_c.run(*backend_, vc4).isOk());
+  ASSERT_TRUE(first.wait(*backend_, *t3).isOk());
+  ASSERT_TRUE(backend_->copyFromHost(cur.data() + 2 * vocab, vc4).isOk());
+  ASSERT_TRUE(want_c.run(*backend_, vc4).isOk());
+  for (size_t r = 0; r < 4; ++r) {
+    auto g = got_c.result(r, vocab), w = want_c.result(r, vocab);
+    ASSERT_TRUE(g.isOk() && w.isOk()) << "compact row " << r;
+    EXPECT_EQ(g->token, w->token) << "compact row " << r;
+  }
   // A pending row with no earlier result in range is refused.
   DeviceSamplingBatch bad;
   SamplingParams rp;

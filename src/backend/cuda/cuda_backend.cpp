@@ -375,6 +375,18 @@ Result<int> CudaBackend::waitResult(uint64_t ticket, bool samples) {
   return slot;
 }
 
+Result<cuda::ResultTokens> CudaBackend::latestResultTokens(int64_t max_src, const char* who) const {
+  if (result_tickets_ == 0) return failedPrecondition(std::string(who) + ": tokens of an earlier step, but it has none");
+  const int slot = static_cast<int>((result_tickets_ - 1) % 2);
+  if (max_src >= result_rows_[slot])
+    return invalidArgument(strprintf("%s: token source row %lld lies outside the previous step's %lld rows", who,
+                                     static_cast<long long>(max_src), static_cast<long long>(result_rows_[slot])));
+  static_assert(offsetof(RowSample, token) == 0 && sizeof(RowSample) % 4 == 0);
+  if (!result_samples_[slot]) return cuda::ResultTokens{static_cast<const int32_t*>(argmax_[slot].ptr), 1};
+  return cuda::ResultTokens{static_cast<const int32_t*>(sample_out_[slot].ptr),
+                            static_cast<int64_t>(sizeof(RowSample) / sizeof(int32_t))};
+}
+
 Status CudaBackend::waitArgmax(uint64_t ticket, int32_t* out) {
   LLMRT_ASSIGN_OR_RETURN(int slot, waitResult(ticket, false));
   std::memcpy(out, argmax_host_[slot].ptr, static_cast<size_t>(result_rows_[slot]) * 4);

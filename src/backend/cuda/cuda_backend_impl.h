@@ -223,11 +223,14 @@ class CudaBackend final : public Backend {
   Result<uint64_t> publishResult(int slot, int64_t rows, bool samples);
   // Waits for the slot of `ticket` (one of the two most recent, of kind `samples`).
   Result<int> waitResult(uint64_t ticket, bool samples);
+  // The latest result's token ids on the device (what fed tokens and pending penalty tokens
+  // read), refused when there is none or row `max_src` lies outside it (`who` names the caller).
+  Result<cuda::ResultTokens> latestResultTokens(int64_t max_src, const char* who) const;
   Buffer sample_in_;         // sampleRows: rows, penalty tokens and masked ids on the device
   Buffer sample_in_host_[2];   // pinned: the same, packed on the host (by result slot)
   Buffer sample_out_[2];       // sampleRows: RowSample per row on the device (by result slot)
-  Buffer sample_compact_;      // sampleRows: the compact pass's candidates (few rows, small top-k)
   Buffer sample_out_host_[2];  // pinned: the same on their way to the caller
+  Buffer sample_compact_;      // sampleRows: the compact pass's candidates (few rows, small top-k)
 
   // Step metadata: packed on the host (pinned), uploaded in one copy.
   HostStep step_;

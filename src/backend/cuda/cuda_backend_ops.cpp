@@ -95,14 +95,11 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   const size_t o_fed = pk.add<FedToken>(step_.fed.size());  // read only by the feed kernel below
   const size_t bytes = pk.size();
   static_assert(sizeof(FedToken) == sizeof(int2));
-  int fed_slot = 0;  // the latest argmax or sampling result
+  cuda::ResultTokens fed_src;  // the latest argmax or sampling result
   if (!step_.fed.empty()) {
-    if (result_tickets_ == 0) return failedPrecondition("beginStep: fed tokens but no earlier step result");
-    fed_slot = static_cast<int>((result_tickets_ - 1) % 2);
-    for (const FedToken& f : step_.fed)
-      if (f.src >= result_rows_[fed_slot])
-        return invalidArgument("beginStep: fed token source " + std::to_string(f.src) + " outside the previous " +
-                               std::to_string(result_rows_[fed_slot]) + " tokens");
+    int32_t max_src = 0;
+    for (const FedToken& f : step_.fed) max_src = std::max(max_src, f.src);
+    LLMRT_ASSIGN_OR_RETURN(fed_src, latestResultTokens(max_src, "beginStep (fed tokens)"));
   }
 
   if (!reserve(meta_, std::max(bytes, size_t{1} << 20))) return error_;
@@ -131,13 +128,9 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(meta_.ptr, pinned_meta_.ptr, bytes, cudaMemcpyHostToDevice, stream_));
   if (!step_.fed.empty()) {
     auto* d8 = static_cast<uint8_t*>(meta_.ptr);
-    static_assert(offsetof(RowSample, token) == 0 && sizeof(RowSample) % 4 == 0);
-    const bool samples = result_samples_[fed_slot];
-    const auto* src = static_cast<const int32_t*>(samples ? sample_out_[fed_slot].ptr : argmax_[fed_slot].ptr);
     LLMRT_CUDA_RETURN_IF_ERROR(cuda::feedTokens(reinterpret_cast<int32_t*>(d8 + o_ids),
                                                 reinterpret_cast<const int2*>(d8 + o_fed),
-                                                static_cast<int32_t>(step_.fed.size()), src,
-                                                samples ? static_cast<int32_t>(sizeof(RowSample) / 4) : 1, stream_));
+                                                static_cast<int32_t>(step_.fed.size()), fed_src, stream_));
   }
   LLMRT_RETURN_IF_ERROR(openStepTiming());  // (after the upload: the host's packing is not device time)
   LLMRT_CUDA_RETURN_IF_ERROR(cudaEventRecord(meta_copied_, stream_));

@@ -163,11 +163,16 @@ cudaError_t initAttentionKernels();
 cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
                        cudaStream_t stream);
 
-// Overlapped steps: ids[fed[i].x] = max(0, src[fed[i].y * stride]) for i < n (src: argmax ids,
-// stride 1, or RowSamples' tokens; a row whose argmax or sampling failed, -1, gets token 0: its
-// step's results are thrown away).
-cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, int32_t stride,
-                       cudaStream_t stream);
+// A step result's token ids on the device: row r's id is ids[r * stride] (argmax ids, stride 1,
+// or RowSamples' tokens; -1 where the row's argmax or sampling failed).
+struct ResultTokens {
+  const int32_t* ids = nullptr;
+  int64_t stride = 1;
+};
+
+// Overlapped steps: ids[fed[i].x] = max(0, src's id of row fed[i].y) for i < n (a failed row, -1,
+// gets token 0: its step's results are thrown away).
+cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, ResultTokens src, cudaStream_t stream);
 
 // Samples one token per row of logits [rows, vocab] (cuda_sampling.cu): params[r] says how;
 // penalties / masked are the step's lists the rows index into; the penalties and masks are
@@ -176,14 +181,10 @@ cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* 
 // rows, each with a top-k of at most a few hundred or top-p without top-k, and no logprobs
 // (sampleCompactApplies; a top-p row whose nucleus may reach beyond the union uses the whole row): many
 // CTAs per row cut the vocabulary down to the union of its slices' top-k sets; same results.
-// pending: where rows with RowSampling::pending_src >= 0 read their pending token (the previous
-// step's result: ids[pending_src * stride]); unused (null) when no row has one.
-struct PendingTokens {
-  const int32_t* ids = nullptr;
-  int64_t stride = 1;
-};
+// pending: the previous step's result, where rows with RowSampling::pending_src >= 0 read their
+// pending token (unused, null, when no row has one).
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
-                       const PenaltyToken* penalties, const int32_t* masked, PendingTokens pending, RowSample* out,
+                       const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
                        void* compact_ws, cudaStream_t stream);
 // (top_p_alone = false: only rows with a small top-k qualify, not rows with top-p alone.)
 bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab, bool top_p_alone = true);

@@ -411,18 +411,16 @@ cudaError_t convertElements(const void* src, DType src_dtype, void* dst, DType d
 
 namespace {
 
-__global__ void feedTokensKernel(int32_t* ids, const int2* fed, int32_t n, const int32_t* src,
-                                 int32_t stride) {
+__global__ void feedTokensKernel(int32_t* ids, const int2* fed, int32_t n, ResultTokens src) {
   const int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (i < n) ids[fed[i].x] = max(0, src[static_cast<int64_t>(fed[i].y) * stride]);
+  if (i < n) ids[fed[i].x] = max(0, src.ids[static_cast<int64_t>(fed[i].y) * src.stride]);
 }
 
 }  // namespace
 
-cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, const int32_t* src, int32_t stride,
-                       cudaStream_t stream) {
+cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, ResultTokens src, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
-  feedTokensKernel<<<(n + 255) / 256, 256, 0, stream>>>(ids, fed, n, src, stride);
+  feedTokensKernel<<<(n + 255) / 256, 256, 0, stream>>>(ids, fed, n, src);
   return cudaGetLastError();
 }
 

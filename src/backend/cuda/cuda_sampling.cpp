@@ -59,19 +59,12 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
       return invalidArgument(strprintf("sampleRows: row %zu: num_logprobs %d > %d", r, p.num_logprobs,
                                        RowSample::kMaxTop));
   }
-  // Pending tokens are read from the latest result (argmax ids or RowSamples), as fed tokens are.
-  cuda::PendingTokens pending;
-  const bool any_pending =
-      std::any_of(rows.begin(), rows.end(), [](const RowSampling& p) { return p.pending_src >= 0; });
-  if (any_pending) {
-    if (result_tickets_ == 0) return failedPrecondition("sampleRows: a pending token but no earlier step result");
-    const int prev = static_cast<int>((result_tickets_ - 1) % 2);
-    for (size_t r = 0; r < rows.size(); ++r)
-      if (rows[r].pending_src >= result_rows_[prev])
-        return invalidArgument(strprintf("sampleRows: row %zu's pending token %d lies outside the previous %lld rows",
-                                         r, rows[r].pending_src, static_cast<long long>(result_rows_[prev])));
-    pending.ids = static_cast<const int32_t*>(result_samples_[prev] ? sample_out_[prev].ptr : argmax_[prev].ptr);
-    pending.stride = result_samples_[prev] ? static_cast<int64_t>(sizeof(RowSample) / sizeof(int32_t)) : 1;
+  // Pending tokens are read from the latest result, as fed tokens are.
+  cuda::ResultTokens pending;
+  int32_t max_pending = -1;
+  for (const RowSampling& p : rows) max_pending = std::max(max_pending, p.pending_src);
+  if (max_pending >= 0) {
+    LLMRT_ASSIGN_OR_RETURN(pending, latestResultTokens(max_pending, "sampleRows (pending tokens)"));
   }
 
   // Slot `slot` was last used two results ago, which its caller has waited for: its pinned

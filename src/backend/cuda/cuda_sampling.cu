@@ -493,11 +493,14 @@ __device__ __forceinline__ float penalized(const RowSampling& p, float v, int32_
 // pending token (RowSampling::pending_src) counts it once more: with its listed entry, or on
 // its own when the list does not hold it.
 __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vocab, const PenaltyToken* penalties,
-                                      const int32_t* masked, PendingTokens pending) {
+                                      const int32_t* masked, ResultTokens pending) {
   __shared__ int32_t pending_listed;
+  // (pend is the block's: the barriers below are taken by every thread or none)
   const int32_t pend = p.pending_src >= 0 ? pending.ids[static_cast<int64_t>(p.pending_src) * pending.stride] : -1;
-  if (threadIdx.x == 0) pending_listed = 0;
-  __syncthreads();
+  if (pend >= 0) {
+    if (threadIdx.x == 0) pending_listed = 0;
+    __syncthreads();
+  }
   for (int32_t j = threadIdx.x; j < p.penalty_count; j += kThreads) {
     const PenaltyToken t = penalties[p.penalty_begin + j];
     if (t.token < 0 || t.token >= vocab) continue;
@@ -506,8 +509,10 @@ __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vo
     x[t.token] = penalized(p, x[t.token], t.generated_count + (is_pending ? 1 : 0), t.in_prompt != 0);
   }
   __syncthreads();
-  if (threadIdx.x == 0 && pend >= 0 && pend < vocab && !pending_listed) x[pend] = penalized(p, x[pend], 1, false);
-  __syncthreads();
+  if (pend >= 0) {
+    if (threadIdx.x == 0 && pend < vocab && !pending_listed) x[pend] = penalized(p, x[pend], 1, false);
+    __syncthreads();
+  }
   for (int32_t j = threadIdx.x; j < p.mask_count; j += kThreads) {
     const int32_t id = masked[p.mask_begin + j];
     if (id >= 0 && id < vocab) x[id] = -INFINITY;
@@ -518,7 +523,7 @@ __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vo
 // The compact pass, part 1 (one CTA per row): penalties and masks in place.
 __global__ void __launch_bounds__(kThreads) prepareKernel(float* logits, int64_t ld, int64_t vocab,
                                                           const RowSampling* params, const PenaltyToken* penalties,
-                                                          const int32_t* masked, PendingTokens pending) {
+                                                          const int32_t* masked, ResultTokens pending) {
   applyPenaltiesAndMask(params[blockIdx.x], logits + blockIdx.x * ld, vocab, penalties, masked, pending);
 }
 
@@ -544,20 +549,19 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
     cv.seg_id[seg + j] = static_cast<int32_t>(begin) + sh.cand_id[j];
   }
   // Every token the slice leaves out has an order key at least the largest kept one (keys ascend
-  // as logits descend): that key is the slice's floor; a slice kept whole has none (0xffffffff).
-  const u64 floor =
-      len > k ? 0xffffffffull - blockMin(threadIdx.x < n ? 0xffffffffull - orderKey(sh.cand_val[threadIdx.x]) : ~0ull, sh)
-              : 0xffffffffull;
+  // as logits descend), the cut's key: that is the slice's floor; a slice kept whole has none
+  // (0xffffffff).
+  const uint32_t floor = len > k ? cut.key : 0xffffffffu;
   if (threadIdx.x == 0) {
     cv.seg_count[row * kCompactCtas + g] = n;
     cv.seg_bad[row * kCompactCtas + g] = bad != 0;
-    cv.seg_floor[row * kCompactCtas + g] = static_cast<uint32_t>(floor);
+    cv.seg_floor[row * kCompactCtas + g] = floor;
   }
 }
 
 __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t ld, int64_t vocab,
                                                          const RowSampling* params, const PenaltyToken* penalties,
-                                                         const int32_t* masked, PendingTokens pending,
+                                                         const int32_t* masked, ResultTokens pending,
                                                          RowSample* out, CompactView cv, bool use_compact) {
   __shared__ Shared sh;
   const RowSampling p = params[blockIdx.x];
@@ -800,7 +804,7 @@ size_t sampleCompactBytes(int64_t rows) {
 }
 
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
-                       const PenaltyToken* penalties, const int32_t* masked, PendingTokens pending, RowSample* out,
+                       const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
                        void* compact_ws, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   CompactView cv{};
