@@ -374,15 +374,16 @@ TEST_P(DeviceSampling, PenaltiesMinTokensAndLogprobs) {
 }
 
 // A few rows with a small top-k (the CUDA backend's compact pass: many CTAs per row keep their
-// slice's top-k) sample what the host Sampler samples: quantized logits (ties across slices),
-// penalties and min_tokens masks, a NaN row next to good ones, and top-k of 1 and 256.
+// slice's top-k; LLMRT_CUDA_DISABLE=compact: the row-group kernel) sample what the host Sampler
+// samples: quantized logits (ties across slices), penalties and min_tokens masks, a NaN row next
+// to good ones, and top-k of 1 and 256.
 TEST_P(DeviceSampling, FewRowsWithASmallTopK) {
   std::mt19937 rng(31);
   const std::vector<int32_t> eos = {2, 7};
   uint64_t seed = 500;
   for (int64_t vocab : {1000, 32000, 128256}) {
     for (int k : {1, 5, 40, 256}) {
-      for (int rows = 1; rows <= 4; ++rows) {
+      for (int rows : {1, 2, 3, 4, 6}) {
         std::vector<Case> cases;
         for (int r = 0; r < rows; ++r) {
           SamplingParams p;
@@ -418,11 +419,10 @@ TEST_P(DeviceSampling, FewRowsWithASmallTopK) {
   expectSameAsSampler(bad, {}, "a NaN row among few");
 }
 
-// A few rows with top-p and no top-k also take the compact pass (CUDA): the union of the slices'
-// top-256 serves when the tokens above its floor carry top-p's target mass of the whole row,
-// else the row falls back to the whole vocabulary. Peaked rows (small nucleus), flat rows (a
-// nucleus of thousands: the fallback), quantized logits (ties at the floor), p up to 0.99,
-// penalties, masks, min-p and a top-k of the whole vocabulary (off) all sample the host's token.
+// A few rows with top-p and no top-k (CUDA: the row-group kernel, many CTAs per row, each over a
+// slice of the vocabulary). Peaked rows (small nucleus), flat rows (a nucleus of thousands),
+// quantized logits (ties at the cut), p up to 0.99, penalties, masks, min-p and a top-k of the
+// whole vocabulary (off) all sample the host's token.
 TEST_P(DeviceSampling, FewRowsWithTopPAlone) {
   std::mt19937 rng(47);
   const std::vector<int32_t> eos = {2, 7};
@@ -430,7 +430,7 @@ TEST_P(DeviceSampling, FewRowsWithTopPAlone) {
   for (int64_t vocab : {1000, 32000, 128256}) {
     for (float top_p : {0.5f, 0.9f, 0.95f, 0.99f}) {
       for (float scale : {12.0f, 4.0f, 0.5f}) {
-        for (int rows : {1, 3}) {
+        for (int rows : {1, 3, 6}) {
           std::vector<Case> cases;
           for (int r = 0; r < rows; ++r) {
             SamplingParams p;
@@ -445,6 +445,42 @@ TEST_P(DeviceSampling, FewRowsWithTopPAlone) {
           expectSameAsSampler(cases, eos, "vocab " + std::to_string(vocab) + " p " + std::to_string(top_p) +
                                               " scale " + std::to_string(scale) + " rows " + std::to_string(rows));
         }
+      }
+    }
+  }
+}
+
+// Steps of one to four rows (CUDA: the row-group kernel, whose CTAs exchange maxima, masses,
+// radix histograms, tie counts and draw sums between grid-wide barriers) in every configuration,
+// mixed in a step: greedy, plain temperature, top-k up to 5000, top-p with and without top-k,
+// min-p, with logprobs (0, 5, 20), penalties, min_tokens masks and quantized logits (ties across
+// slices), on flat and peaked rows.
+TEST_P(DeviceSampling, FewRowsOfEveryConfiguration) {
+  std::mt19937 rng(53);
+  const std::vector<int32_t> eos = {2, 7};
+  const std::vector<SamplingParams> all = configs();
+  uint64_t seed = 3000;
+  for (int64_t vocab : {1000, 32000, 128256}) {
+    for (float sigma : {1.0f, 8.0f}) {
+      size_t next = 0;
+      for (int rows = 1; next < all.size(); rows = rows % 4 + 1) {
+        std::vector<Case> cases;
+        for (int r = 0; r < rows && next < all.size(); ++r, ++next) {
+          SamplingParams p = all[next];
+          if (next % 3 != 2) p.logprobs = next % 3 == 0 ? 20 : static_cast<int32_t>(next % 6);
+          std::vector<int32_t> prompt;
+          if (next % 4 == 1) {
+            p.repetition_penalty = 1.3f;
+            p.frequency_penalty = 0.2f;
+            for (int i = 0; i < 30; ++i) prompt.push_back(i * 5);
+          }
+          if (next % 5 == 2) p.min_tokens = 10;  // EOS masked
+          cases.push_back(fewRowCase(randomLogits(vocab, sigma, rng, next % 3 == 1 ? 0.25f : 0.0f), p, seed++,
+                                     prompt, static_cast<int>(next % 4) * 2));
+        }
+        expectSameAsSampler(cases, eos, "vocab " + std::to_string(vocab) + " sigma " + std::to_string(sigma) +
+                                            " rows " + std::to_string(rows) + " from config " +
+                                            std::to_string(next - cases.size()));
       }
     }
   }
@@ -687,7 +723,7 @@ TEST_P(DeviceSampling, TimingOfOneStep) {
     for (int i = 0; i < reps; ++i) EXPECT_TRUE(batch.run(*backend_, logits).isOk());
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
   };
-  for (int rows : {1, 64, 256}) {
+  for (int rows : {1, 16, 64, 256}) {
     for (const SamplingParams& base : {configs()[0], configs()[1], configs()[14]}) {
       const double us = time(rows, 2.0f, base);
       std::printf("sampleRows vocab %lld, %d rows, t=%.1f k=%d p=%.2f min_p=%.2f: %.1f us per step\n",
@@ -700,10 +736,21 @@ TEST_P(DeviceSampling, TimingOfOneStep) {
   SamplingParams top_p;
   top_p.temperature = 0.9f;
   top_p.top_p = 0.95f;
-  for (int rows : {1, 4})
+  for (int rows : {1, 4, 16})
     for (float sigma : {8.0f, 2.0f})
       std::printf("sampleRows vocab %lld, %d rows, t=0.9 top-p 0.95 alone, logit spread %.0f: %.1f us per step\n",
                   static_cast<long long>(vocab), rows, static_cast<double>(sigma), time(rows, sigma, top_p));
+  // A few rows in other configurations (CUDA: the row-group kernel).
+  SamplingParams with_logprobs = configs()[14];
+  with_logprobs.logprobs = 5;
+  for (int rows : {1, 4, 16}) {
+    for (const SamplingParams& base : {configs()[1], configs()[7], configs()[8], configs()[11], with_logprobs}) {
+      std::printf("sampleRows vocab %lld, %d rows, t=%.1f k=%d p=%.2f min_p=%.2f logprobs %d: %.1f us per step\n",
+                  static_cast<long long>(vocab), rows, static_cast<double>(base.temperature), base.top_k,
+                  static_cast<double>(base.top_p), static_cast<double>(base.min_p), base.logprobs.value_or(-1),
+                  time(rows, 2.0f, base));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceSampling, ::testing::Values("reference", "cuda"),

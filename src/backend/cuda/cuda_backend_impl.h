@@ -118,12 +118,11 @@ class CudaBackend final : public Backend {
                                    std::span<const PenaltyToken> penalties, std::span<const int32_t> masked) override;
   Status waitSamples(uint64_t ticket, std::span<RowSample> out) override;
   bool runsAhead() const override { return true; }
-  // Top-k / top-p rows cost the sampling kernel ~0.55 ms per step up to ~64 rows (one SM per row,
-  // radix passes over the vocabulary); the host needs ~0.2 ms per such row (docs/perf.md). A step
-  // of at most kHostSamplingMaxTruncatingRows rows with one is left to the host, unless the
-  // compact pass applies with a small top-k on every row (top-k <= 256, no logprobs: ~0.11 ms).
-  // Top-p alone also takes the compact pass, but costs ~0.29 ms (small nucleus) to ~1.3 ms (a
-  // nucleus of thousands: the whole-row fallback): such few-row steps stay on the host.
+  // Every step's rows are sampled on the GPU (unless LLMRT_CUDA_DISABLE=sampling). Top-k / top-p
+  // rows cost the one-CTA-per-row kernel ~0.55 ms up to ~64 rows, and up to ~1.3 ms for a wide
+  // nucleus; steps of a few rows take the row-group kernel (many CTAs per row) instead, or where
+  // the device cannot launch it cooperatively, the host samples those with a truncating row
+  // unless the compact pass applies (the host needs ~0.2 ms per such row, docs/perf.md).
   static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
   bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
@@ -231,6 +230,7 @@ class CudaBackend final : public Backend {
   Buffer sample_out_[2];       // sampleRows: RowSample per row on the device (by result slot)
   Buffer sample_out_host_[2];  // pinned: the same on their way to the caller
   Buffer sample_compact_;      // sampleRows: the compact pass's candidates (few rows, small top-k)
+  Buffer sample_group_;        // sampleRows: the row-group kernel's exchanges (few rows)
 
   // Step metadata: packed on the host (pinned), uploaded in one copy.
   HostStep step_;
@@ -284,6 +284,7 @@ class CudaBackend final : public Backend {
   bool use_mma_decode_ = true;
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)
   bool use_compact_sampling_ = true;  // sampleRows' compact pass for few rows with a small top-k
+  int group_capacity_ = 0;  // resident CTAs of the row-group sampling kernel (0: path off)
   int split_waves_ = 2;  // decode attention: key splits until about this many CTAs per SM
   // Inputs of the products (normed rows, SiLU·mul, attention output) in the weights' 16-bit type
   // when the weights and the cache are 16-bit; else float32.

@@ -177,17 +177,22 @@ cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, ResultTokens sr
 // Samples one token per row of logits [rows, vocab] (cuda_sampling.cu): params[r] says how;
 // penalties / masked are the step's lists the rows index into; the penalties and masks are
 // written into the logits. out[r] gets the token (or the row's error) and logprobs.
-// compact_ws (sampleCompactBytes(rows), or null): run the compact pass first — for at most a few
-// rows, each with a top-k of at most a few hundred or top-p without top-k, and no logprobs
-// (sampleCompactApplies; a top-p row whose nucleus may reach beyond the union uses the whole row): many
-// CTAs per row cut the vocabulary down to the union of its slices' top-k sets; same results.
+// compact_ws (sampleCompactBytes(rows), or null): run the compact pass first — for at most 16
+// rows, each with a top-k of at most 256 and no logprobs (sampleCompactApplies): many CTAs per
+// row cut the vocabulary down to the union of its slices' top-k sets; same results.
 // pending: the previous step's result, where rows with RowSampling::pending_src >= 0 read their
 // pending token (unused, null, when no row has one).
+// group_ctas > 0 (sampleGroupCtas): the row-group path instead — group_ctas CTAs per row, launched
+// cooperatively, with group_ws (sampleGroupBytes) for their exchanges; any rows' controls.
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
                        const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
-                       void* compact_ws, cudaStream_t stream);
-// (top_p_alone = false: only rows with a small top-k qualify, not rows with top-p alone.)
-bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab, bool top_p_alone = true);
+                       void* compact_ws, int group_ctas, void* group_ws, cudaStream_t stream);
+// How many CTAs of the row-group kernel the current device keeps resident at once (0: no
+// cooperative launch), and the CTAs per row it takes for `rows` rows (0: the path does not apply).
+int sampleGroupCapacity();
+int sampleGroupCtas(int64_t rows, int capacity);
+size_t sampleGroupBytes(int64_t rows, int ctas);
+bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab);
 size_t sampleCompactBytes(int64_t rows);
 
 // out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 or F16 (w_dtype) and m <= kGemvMaxRows: a

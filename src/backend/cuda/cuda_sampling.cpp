@@ -16,13 +16,14 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 bool CudaBackend::samplesRows(std::span<const RowSampling> rows, int64_t vocab) const {
   if (!use_sampling_) return false;
-  if (static_cast<int64_t>(rows.size()) > kHostSamplingMaxTruncatingRows) return true;
+  if (static_cast<int64_t>(rows.size()) > kHostSamplingMaxTruncatingRows ||
+      cuda::sampleGroupCtas(static_cast<int64_t>(rows.size()), group_capacity_) > 0)
+    return true;
   const bool truncating = std::any_of(rows.begin(), rows.end(), [&](const RowSampling& r) {
     return !r.greedy && ((r.top_k > 0 && r.top_k < vocab) || r.top_p < 1.0f);
   });
-  return !truncating || (use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(),
-                                                                            static_cast<int64_t>(rows.size()), vocab,
-                                                                            /*top_p_alone=*/false));
+  return !truncating ||
+         (use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), static_cast<int64_t>(rows.size()), vocab));
 }
 
 Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> rows,
@@ -80,8 +81,14 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
   if (!reserve(sample_in_, in_bytes, /*used_by_graphs=*/false) ||
       !reserve(sample_out_[slot], out_bytes, /*used_by_graphs=*/false))
     return error_;
+  // A few rows (up to 16), each with a small top-k and no logprobs: the compact pass; other steps
+  // of a few rows: the row-group kernel; else one CTA per row.
   const bool compact = use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), n, vocab);
+  const int group_ctas = compact ? 0 : cuda::sampleGroupCtas(n, group_capacity_);
   if (compact && !reserve(sample_compact_, cuda::sampleCompactBytes(n), /*used_by_graphs=*/false)) return error_;
+  if (group_ctas > 0 &&
+      !reserve(sample_group_, cuda::sampleGroupBytes(n, group_ctas), /*used_by_graphs=*/false))
+    return error_;
   if (n > 0) {
     char* host = static_cast<char*>(sample_in_host_[slot].ptr);
     std::memcpy(host, rows.data(), rows_bytes);
@@ -97,7 +104,8 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
                                                   reinterpret_cast<const PenaltyToken*>(dev + pen_off),
                                                   reinterpret_cast<const int32_t*>(dev + mask_off), pending,
                                                   static_cast<RowSample*>(sample_out_[slot].ptr),
-                                                  compact ? sample_compact_.ptr : nullptr, stream_));
+                                                  compact ? sample_compact_.ptr : nullptr, group_ctas,
+                                                  sample_group_.ptr, stream_));
     }
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sample_out_host_[slot].ptr, sample_out_[slot].ptr,
                                                rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost, stream_));

@@ -22,8 +22,10 @@
 // scan over the equal-keyed tokens in id order for the tie. A vocabulary of 128k
 // tokens costs one pass for greedy and up to ~13 passes (L2-resident) with top-k,
 // top-p and logprobs together.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/cuda_kernels.h"
@@ -40,17 +42,20 @@ constexpr float kFixedScale = 0x1p40f;  // probability 1 (the top token) = 2^40
 constexpr int kMaxCandidates = kThreads;  // the candidate path's set: one token per thread
 using u64 = unsigned long long;
 
-// The compact pass for a few rows with a small top-k, or with top-p and no top-k (one CTA per row
-// would stream the vocabulary ~7 times on one SM): kCompactCtas CTAs per row each keep their
-// slice's top-k (top-p rows: top-kCompactMaxK), and the row's CTA samples from the union (at most
-// kCompactCap tokens) instead of the vocabulary. A top-p row's union holds every token whose
-// logit is above each cut slice's lowest kept logit (the "floor"); when those tokens carry
-// top-p's target mass of the whole row, the nucleus lies among them and the union gives the
-// host's token; otherwise the row falls back to the whole vocabulary.
+// The compact pass for a few rows, each with a small top-k and no logprobs (one CTA per row would
+// stream the vocabulary ~7 times on one SM): kCompactCtas CTAs per row each keep their slice's
+// top-k, and the row's CTA samples from the union (at most kCompactCap tokens, holding the row's
+// top-k) instead of the vocabulary.
 constexpr int kCompactCtas = kWarps;  // (the sampling CTA keeps the slice offsets in warp_i32)
 constexpr int kCompactMaxK = 256;
 constexpr int kCompactCap = kCompactCtas * kCompactMaxK;
 constexpr int64_t kCompactMaxRows = 16;
+
+// The row-group path (groupSampleKernel): steps of at most kGroupMaxRows rows, each row cut into
+// up to kGroupMaxCtas slices (fewer where the GPU cannot keep rows x slices CTAs resident).
+constexpr int64_t kGroupMaxRows = 16;
+constexpr int kGroupMaxCtas = 32;
+constexpr int kGroupMinCtas = 8;
 
 // Where the compact pass leaves each slice's candidates (in id order) and the row's union.
 struct CompactView {
@@ -58,7 +63,6 @@ struct CompactView {
   int32_t* seg_id;
   int32_t* seg_count;  // [rows][kCompactCtas]
   int32_t* seg_bad;    // [rows][kCompactCtas]: the slice holds a NaN or +inf
-  uint32_t* seg_floor;  // [rows][kCompactCtas]: largest kept order key of a cut slice (0xffffffff: kept whole)
   float* row_val;      // [rows][kCompactCap]
   int32_t* row_id;
 };
@@ -132,10 +136,7 @@ struct Shared {
   int32_t bin;
   int32_t found;
   int32_t result;
-  uint32_t floor;  // the compact union's floor (min of its slices' keys)
   int32_t top_count;
-  float top_val[RowSample::kMaxTop];
-  int32_t top_id[RowSample::kMaxTop];
   // The candidate path (drawFromCandidates): the tokens, in id order, their fixed-point and
   // drawing weights.
   int32_t cand_count;
@@ -290,53 +291,73 @@ __device__ __forceinline__ void histAdd(u64* hist, int bin, u64 w) {
     atomicAdd(&hist[bin], static_cast<u64>(lo) + (static_cast<u64>(mid) << 20) + (static_cast<u64>(hi) << 40));
 }
 
+// One radix pass's histogram of the tokens `within` keeps whose key matches `prefix` under `mask`:
+// sh.hist[bin of key bits shift..shift+7] += weight (1, or the fixed-point probability). `id0`:
+// the global id of row.x[0] (a slice of a row). Ends with the histogram complete.
+__device__ void radixHistogram(const Row& row, int64_t id0, const Cut& within, bool by_mass, uint32_t prefix,
+                               uint32_t mask, int shift, Shared& sh) {
+  for (int b = threadIdx.x; b < 256; b += kThreads) sh.hist[b] = 0;
+  __syncthreads();
+  forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
+    const uint32_t k = orderKey(v);
+    if ((k & mask) != prefix || !within.keeps(k, id0 + i)) return;
+    histAdd(sh.hist, static_cast<int>((k >> shift) & 255u), by_mass ? row.fixedProb(v) : 1ull);
+  });
+  __syncthreads();
+}
+
+// With sh.hist holding a pass's histogram: the bin at which the cumulative weight (ascending bins:
+// logits descending) reaches target joins prefix / mask, and target becomes what is left of it
+// within that bin. False when the histogram's total stays below target. (Every thread.)
+__device__ bool radixStep(int shift, uint32_t& prefix, uint32_t& mask, u64& target, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (warp == 0) {
+    u64 s = 0;
+    for (int j = 0; j < 8; ++j) s += sh.hist[lane * 8 + j];
+    const u64 incl = warpInclusiveScan(s);
+    const unsigned ball = __ballot_sync(kFull, incl >= target);
+    if (lane == 0) sh.found = ball != 0;
+    if (ball && lane == __ffs(ball) - 1) {
+      u64 cum = incl - s;
+      int b = lane * 8;
+      for (; b < lane * 8 + 7 && cum + sh.hist[b] < target; ++b) cum += sh.hist[b];
+      sh.bin = b;
+      sh.rest = target - cum;
+    }
+  }
+  __syncthreads();
+  const bool found = sh.found;
+  if (found) {
+    prefix |= static_cast<uint32_t>(sh.bin) << shift;
+    mask |= 255u << shift;
+    target = sh.rest;
+  }
+  __syncthreads();
+  return found;
+}
+
+// The position, among the tokens of key `prefix` (one logit value) in id order, of the cut once
+// the radix passes leave `target` to reach within that key: the target-th token, or by mass the
+// first whose cumulative (equal) fixed-point probability reaches target.
+__device__ u64 tieRank(const Row& row, uint32_t prefix, bool by_mass, u64 target) {
+  if (!by_mass) return target;
+  const u64 m = row.fixedProb(keyValue(prefix));
+  return m > 0 ? (target + m - 1) / m : 1ull;
+}
+
 // The token at which the cumulative weight, in (logit desc, id asc) order over the
 // tokens `within` keeps, reaches `target` (>= 1): weight 1 per token (by_mass false:
 // the target-th token) or its fixed-point probability. Returns the cut at that token;
 // `on` false when the total weight stays below target.
 __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 target, Shared& sh) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   uint32_t prefix = 0, mask = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += kThreads) sh.hist[b] = 0;
-    __syncthreads();
-    forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
-      const uint32_t k = orderKey(v);
-      if ((k & mask) != prefix || !within.keeps(k, i)) return;
-      histAdd(sh.hist, static_cast<int>((k >> shift) & 255u), by_mass ? row.fixedProb(v) : 1ull);
-    });
-    __syncthreads();
-    if (warp == 0) {
-      u64 s = 0;
-      for (int j = 0; j < 8; ++j) s += sh.hist[lane * 8 + j];
-      const u64 incl = warpInclusiveScan(s);
-      const unsigned ball = __ballot_sync(kFull, incl >= target);
-      if (lane == 0) sh.found = ball != 0;
-      if (ball && lane == __ffs(ball) - 1) {
-        u64 cum = incl - s;
-        int b = lane * 8;
-        for (; b < lane * 8 + 7 && cum + sh.hist[b] < target; ++b) cum += sh.hist[b];
-        sh.bin = b;
-        sh.rest = target - cum;
-      }
-    }
-    __syncthreads();
-    if (!sh.found) {
-      __syncthreads();
-      return Cut{};
-    }
-    prefix |= static_cast<uint32_t>(sh.bin) << shift;
-    mask |= 255u << shift;
-    target = sh.rest;
-    __syncthreads();
+    radixHistogram(row, 0, within, by_mass, prefix, mask, shift, sh);
+    if (!radixStep(shift, prefix, mask, target, sh)) return Cut{};
   }
   // Every token of key `prefix` has the same logit (and probability): the cut is
   // the r-th of them in id order.
-  u64 r = target;
-  if (by_mass) {
-    const u64 m = row.fixedProb(keyValue(prefix));
-    r = m > 0 ? (target + m - 1) / m : 1ull;
-  }
+  const u64 r = tieRank(row, prefix, by_mass, target);
   const int64_t id = firstReaching<u64, false>(
       row.vocab,
       [&](int64_t i) -> u64 {
@@ -365,33 +386,63 @@ __device__ u64 topPTarget(float top_p, u64 mass) {
   return t < 1.0 ? 1ull : static_cast<u64>(t);
 }
 
-// Sorts the first n (<= kMaxCandidates) candidates in shared memory by id: a bitonic sort over
-// the next power of two (empty slots sort last).
-__device__ void sortCandidatesById(int n, Shared& sh) {
+// Sorts sh.cand_fp[0..n) ascending (n <= kMaxCandidates): a bitonic sort over the next power of
+// two, the slots from n up to it padded with ~0 (they sort last).
+__device__ void sortKeys(int n, Shared& sh) {
   const int j = threadIdx.x;
   int width = 1;
   while (width < n) width <<= 1;
-  if (j >= n && j < width) {
-    sh.cand_id[j] = 0x7fffffff;
-    sh.cand_val[j] = -INFINITY;
-  }
+  if (j >= n && j < width) sh.cand_fp[j] = ~0ull;
   __syncthreads();
   for (int size = 2; size <= width; size <<= 1) {
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
       const int partner = j ^ stride;
       if (j < width && partner > j) {
-        const int32_t a = sh.cand_id[j], b = sh.cand_id[partner];
+        const u64 a = sh.cand_fp[j], b = sh.cand_fp[partner];
         if ((a > b) == ((j & size) == 0)) {
-          sh.cand_id[j] = b;
-          sh.cand_id[partner] = a;
-          const float t = sh.cand_val[j];
-          sh.cand_val[j] = sh.cand_val[partner];
-          sh.cand_val[partner] = t;
+          sh.cand_fp[j] = b;
+          sh.cand_fp[partner] = a;
         }
       }
       __syncthreads();
     }
   }
+}
+
+// A candidate's sort key in (logit desc, id asc) order, and back.
+__device__ __forceinline__ u64 orderOf(float v, int32_t id) {
+  return (static_cast<u64>(orderKey(v)) << 32) | static_cast<uint32_t>(id);
+}
+__device__ __forceinline__ float orderValue(u64 o) { return keyValue(static_cast<uint32_t>(o >> 32)); }
+__device__ __forceinline__ int32_t orderId(u64 o) { return static_cast<int32_t>(static_cast<uint32_t>(o)); }
+
+// Sorts the first n (<= kMaxCandidates) candidates in shared memory by id.
+__device__ void sortCandidatesById(int n, Shared& sh) {
+  const int j = threadIdx.x;
+  if (j < n) sh.cand_fp[j] = (static_cast<u64>(static_cast<uint32_t>(sh.cand_id[j])) << 32) | __float_as_uint(sh.cand_val[j]);
+  sortKeys(n, sh);
+  if (j < n) {
+    sh.cand_id[j] = static_cast<int32_t>(sh.cand_fp[j] >> 32);
+    sh.cand_val[j] = __uint_as_float(static_cast<uint32_t>(sh.cand_fp[j]));
+  }
+  __syncthreads();
+}
+
+// Block-wide inclusive prefix sum of a u64 in thread order (every thread gets its own).
+__device__ u64 blockInclusiveScan(u64 v, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const u64 incl = warpInclusiveScan(v);
+  if (lane == 31) sh.warp_u64[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    const u64 t = sh.warp_u64[lane];
+    const u64 s = warpInclusiveScan(t);
+    sh.warp_u64[lane] = s - t;  // exclusive: what the warps before add
+  }
+  __syncthreads();
+  const u64 r = incl + sh.warp_u64[warp];
+  __syncthreads();
+  return r;
 }
 
 // Gathers the tokens `cut` keeps into sh.cand_id / cand_val (at most `cap` <= kMaxCandidates of
@@ -435,24 +486,19 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   if (n > kMaxCandidates || n == 0) return -2;  // (cannot happen: the cut keeps min(k, vocab) tokens)
   const bool valid = j < n;
   const float v = valid ? sh.cand_val[j] : 0.0f;
-  const uint32_t key = valid ? orderKey(v) : 0xffffffffu;
-  const u64 order = (static_cast<u64>(key) << 32) | static_cast<uint32_t>(valid ? sh.cand_id[j] : 0x7fffffff);
+  const u64 order = valid ? orderOf(v, sh.cand_id[j]) : ~0ull;
   bool kept = valid;
   if (top_p) {
-    const u64 fp = valid ? row.fixedProb(v) : 0ull;
-    if (j < kMaxCandidates) sh.cand_fp[j] = fp;
-    if (small_k) mass = blockSum(fp, sh);  // (also orders the cand_fp writes)
-    else __syncthreads();
+    // The candidates in (logit desc, id asc) order, their fixed-point masses summed along it; the
+    // cut is the first token whose running mass reaches target.
+    if (valid) sh.cand_fp[j] = order;
+    sortKeys(n, sh);
+    const u64 sorted = sh.cand_fp[j];
+    const u64 fp = j < n ? row.fixedProb(orderValue(sorted)) : 0ull;
+    const u64 cum = blockInclusiveScan(fp, sh);
+    if (small_k) mass = blockMin(j == kThreads - 1 ? cum : ~0ull, sh);  // (the total: padding adds 0)
     const u64 target = topPTarget(p.top_p, mass);
-    // Mass through this token in (logit desc, id asc) order; the cut is the first token reaching target.
-    u64 cum = 0;
-    if (valid) {
-      for (int i = 0; i < n; ++i) {
-        const u64 oi = (static_cast<u64>(orderKey(sh.cand_val[i])) << 32) | static_cast<uint32_t>(sh.cand_id[i]);
-        if (oi <= order) cum += sh.cand_fp[i];
-      }
-    }
-    const u64 cut = blockMin(valid && cum >= target ? order : ~0ull, sh);
+    const u64 cut = blockMin(j < n && cum >= target ? sorted : ~0ull, sh);
     if (cut == ~0ull) return -2;  // the cut lies beyond the candidates (only without a small top-k)
     kept = valid && order <= cut;
   }
@@ -477,6 +523,73 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
     slot = static_cast<u64>(kMaxCandidates - 1) - last;
   }
   return sh.cand_id[slot];
+}
+
+// The largest value of x[0..n) and the first index holding it, and the first index of a NaN or
+// +inf (0x7fffffff: none). Every thread gets them.
+struct MaxScan {
+  float best;
+  int32_t best_i;
+  int32_t bad;
+};
+__device__ MaxScan blockMaxScan(const float* xs, int64_t n, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  float best = -INFINITY;
+  int32_t best_i = 0x7fffffff, bad = 0x7fffffff;
+  forEachValue(xs, n, [&](int64_t i, float v) {
+    if (!(v < INFINITY) && i < bad) bad = static_cast<int32_t>(i);
+    if (v > best) {  // strided ascending: the first of equal values stays
+      best = v;
+      best_i = static_cast<int32_t>(i);
+    }
+  });
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(kFull, best, o);
+    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
+    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
+    if (ov > best || (ov == best && oi < best_i)) {
+      best = ov;
+      best_i = oi;
+    }
+  }
+  if (lane == 0) {
+    sh.warp_f32[warp] = best;
+    sh.warp_i32[warp] = best_i;
+    sh.warp_i32b[warp] = bad;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kWarps; ++w) {
+      if (sh.warp_f32[w] > best || (sh.warp_f32[w] == best && sh.warp_i32[w] < best_i)) {
+        best = sh.warp_f32[w];
+        best_i = sh.warp_i32[w];
+      }
+      bad = min(bad, sh.warp_i32b[w]);
+    }
+    sh.warp_f32[0] = best;
+    sh.warp_i32[0] = best_i;
+    sh.warp_i32b[0] = bad;
+  }
+  __syncthreads();
+  const MaxScan r{sh.warp_f32[0], sh.warp_i32[0], sh.warp_i32b[0]};
+  __syncthreads();
+  return r;
+}
+
+// The row's num_top (<= min(kMaxTop, row.vocab)) best tokens at sh.cand_fp[0..num_top), as
+// order keys (orderOf: logit desc, id asc) of ids id0 + i, sorted.
+__device__ void topTokens(const Row& row, int64_t id0, int num_top, Shared& sh) {
+  const Cut top = selectCut(row, Cut{}, false, static_cast<u64>(num_top), sh);
+  if (threadIdx.x == 0) sh.top_count = 0;
+  __syncthreads();
+  forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
+    if (top.keeps(orderKey(v), i)) {
+      const int slot = atomicAdd(&sh.top_count, 1);
+      if (slot < num_top) sh.cand_fp[slot] = orderOf(v, static_cast<int32_t>(id0 + i));
+    }
+  });
+  __syncthreads();
+  sortKeys(num_top, sh);
 }
 
 // One penalty (repetition, then presence / frequency) on logit v of a token seen `generated`
@@ -533,8 +646,7 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
                                                           const RowSampling* params, CompactView cv) {
   __shared__ Shared sh;
   const int64_t row = blockIdx.y, g = blockIdx.x;
-  const int32_t top_k = params[row].top_k;
-  const int32_t k = top_k > 0 && top_k <= kCompactMaxK ? top_k : kCompactMaxK;  // top-p rows: kCompactMaxK
+  const int32_t k = params[row].top_k;  // (1..kCompactMaxK: sampleCompactApplies)
   const int64_t per = (vocab + kCompactCtas - 1) / kCompactCtas;
   const int64_t begin = min(vocab, g * per), len = min(vocab, begin + per) - begin;
   const Row slice{logits + row * ld + begin, len, 0.0f, 1.0f};
@@ -548,14 +660,9 @@ __global__ void __launch_bounds__(kThreads) compactKernel(const float* logits, i
     cv.seg_val[seg + j] = sh.cand_val[j];
     cv.seg_id[seg + j] = static_cast<int32_t>(begin) + sh.cand_id[j];
   }
-  // Every token the slice leaves out has an order key at least the largest kept one (keys ascend
-  // as logits descend), the cut's key: that is the slice's floor; a slice kept whole has none
-  // (0xffffffff).
-  const uint32_t floor = len > k ? cut.key : 0xffffffffu;
   if (threadIdx.x == 0) {
     cv.seg_count[row * kCompactCtas + g] = n;
     cv.seg_bad[row * kCompactCtas + g] = bad != 0;
-    cv.seg_floor[row * kCompactCtas + g] = floor;
   }
 }
 
@@ -567,7 +674,6 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   const RowSampling p = params[blockIdx.x];
   float* x = logits + blockIdx.x * ld;
   const CompactView* compact = use_compact ? &cv : nullptr;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 
   // 1-2. Penalties, then the min_tokens mask (done by the compact pass when there is one).
   if (compact == nullptr) applyPenaltiesAndMask(p, x, vocab, penalties, masked, pending);
@@ -582,15 +688,12 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     const int32_t* counts = compact->seg_count + blockIdx.x * kCompactCtas;
     if (threadIdx.x == 0) {
       int32_t off = 0, any_bad = 0;
-      uint32_t floor = 0xffffffffu;  // the union holds every token whose key is below each slice's floor
       for (int g = 0; g < kCompactCtas; ++g) {
         sh.warp_i32[g] = off;
         off += counts[g];
         any_bad |= compact->seg_bad[blockIdx.x * kCompactCtas + g];
-        floor = min(floor, compact->seg_floor[blockIdx.x * kCompactCtas + g]);
       }
       sh.result = any_bad ? -1 : off;
-      sh.floor = floor;
     }
     __syncthreads();
     const int32_t total = sh.result;
@@ -613,47 +716,10 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   }
 
   // Max (first index of it) and the first NaN / +inf.
-  float best = -INFINITY;
-  int32_t best_i = 0x7fffffff, bad = 0x7fffffff;
-  forEachValue(xs, n, [&](int64_t i, float v) {
-    if (!(v < INFINITY) && i < bad) bad = static_cast<int32_t>(i);
-    if (v > best) {  // strided ascending: the first of equal values stays
-      best = v;
-      best_i = static_cast<int32_t>(i);
-    }
-  });
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(kFull, best, o);
-    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
-    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
-    if (ov > best || (ov == best && oi < best_i)) {
-      best = ov;
-      best_i = oi;
-    }
-  }
-  if (lane == 0) {
-    sh.warp_f32[warp] = best;
-    sh.warp_i32[warp] = best_i;
-    sh.warp_i32b[warp] = bad;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kWarps; ++w) {
-      if (sh.warp_f32[w] > best || (sh.warp_f32[w] == best && sh.warp_i32[w] < best_i)) {
-        best = sh.warp_f32[w];
-        best_i = sh.warp_i32[w];
-      }
-      bad = min(bad, sh.warp_i32b[w]);
-    }
-    sh.warp_f32[0] = best;
-    sh.warp_i32[0] = best_i;
-    sh.warp_i32b[0] = bad;
-  }
-  __syncthreads();
-  best = sh.warp_f32[0];
-  best_i = sh.warp_i32[0];
-  bad = sh.warp_i32b[0];
-  __syncthreads();
+  const MaxScan ms = blockMaxScan(xs, n, sh);
+  float best = ms.best;
+  int32_t best_i = ms.best_i;
+  const int32_t bad = ms.bad;
   RowSample& o = out[blockIdx.x];
   if (bad != 0x7fffffff || best == -INFINITY) {
     if (threadIdx.x == 0) {
@@ -670,32 +736,13 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   int32_t token = best_i;
   if (!p.greedy) {
     row.inv_t = __fdiv_rn(1.0f, p.temperature);
-    // A compact top-p row (no top-k): top-p's reference is the whole row's mass; the union serves
-    // when its tokens above the floor (all of the row's tokens above it) reach the target.
-    u64 whole_mass = 0;
-    const bool whole_reference = ids != nullptr && !(p.top_k > 0 && p.top_k < vocab);
-    if (whole_reference) {
-      whole_mass = keptMass(Row{x, vocab, best, row.inv_t}, Cut{}, sh);
-      const uint32_t floor = sh.floor;
-      u64 above = 0;
-      forEachValue(xs, n, [&](int64_t, float v) {
-        if (orderKey(v) < floor) above += row.fixedProb(v);  // (keys ascend as logits descend)
-      });
-      if (blockSum(above, sh) < topPTarget(p.top_p, whole_mass)) {  // the nucleus may reach outside
-        token = best_i = ids[best_i];
-        xs = x;
-        n = vocab;
-        ids = nullptr;
-        row = Row{x, vocab, best, row.inv_t};
-      }
-    }
     Cut cut;
     const bool top_k = p.top_k > 0 && p.top_k < n;
     if (top_k) cut = selectCut(row, Cut{}, false, static_cast<u64>(p.top_k), sh);
     const bool small_k = top_k && p.top_k <= kMaxCandidates, top_p = p.top_p < 1.0f;
     // Top-p's reference mass over the kept set: one pass, shared by both paths (a small top-k
     // set's mass the candidate path sums itself).
-    u64 mass = top_p && !small_k ? (whole_reference ? whole_mass : keptMass(row, cut, sh)) : 0ull;
+    u64 mass = top_p && !small_k ? keptMass(row, cut, sh) : 0ull;
     const int32_t drawn = small_k || top_p ? drawFromCandidates(row, cut, small_k, mass, p, sh) : -2;
     if (drawn != -2) {
       token = drawn >= 0 ? drawn : best_i;
@@ -741,39 +788,11 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     num_top = min(p.num_logprobs, static_cast<int32_t>(RowSample::kMaxTop));
     if (n < num_top) num_top = static_cast<int32_t>(n);
     if (num_top > 0) {
-      const Row raw{xs, n, best, 1.0f};
-      const Cut top = selectCut(raw, Cut{}, false, static_cast<u64>(num_top), sh);
-      if (threadIdx.x == 0) sh.top_count = 0;
-      __syncthreads();
-      forEachValue(xs, n, [&](int64_t i, float v) {
-        if (top.keeps(orderKey(v), i)) {
-          const int slot = atomicAdd(&sh.top_count, 1);
-          if (slot < RowSample::kMaxTop) {
-            sh.top_val[slot] = v;
-            sh.top_id[slot] = static_cast<int32_t>(i);
-          }
-        }
-      });
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        const int n = min(sh.top_count, num_top);
-        for (int a = 1; a < n; ++a) {  // insertion sort: logit desc, id asc
-          const float v = sh.top_val[a];
-          const int32_t id = sh.top_id[a];
-          int b = a;
-          while (b > 0 && (sh.top_val[b - 1] < v || (sh.top_val[b - 1] == v && sh.top_id[b - 1] > id))) {
-            sh.top_val[b] = sh.top_val[b - 1];
-            sh.top_id[b] = sh.top_id[b - 1];
-            --b;
-          }
-          sh.top_val[b] = v;
-          sh.top_id[b] = id;
-        }
-        for (int a = 0; a < n; ++a) {
-          o.top_ids[a] = ids != nullptr ? ids[sh.top_id[a]] : sh.top_id[a];
-          o.top_logprobs[a] = __fsub_rn(__fsub_rn(sh.top_val[a], best), log_z);
-        }
-        num_top = n;
+      topTokens(Row{xs, n, best, 1.0f}, 0, num_top, sh);
+      if (threadIdx.x < num_top) {
+        const u64 t = sh.cand_fp[threadIdx.x];
+        o.top_ids[threadIdx.x] = ids != nullptr ? ids[orderId(t)] : orderId(t);
+        o.top_logprobs[threadIdx.x] = __fsub_rn(__fsub_rn(orderValue(t), best), log_z);
       }
     }
   }
@@ -785,39 +804,424 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   }
 }
 
+
+// ---- The row-group path: few rows, many CTAs per row --------------------------------------
+// One CTA per row leaves most of the GPU idle when a step has a few rows (and its ~13 passes over
+// a 128k vocabulary cost ~1 ms); the host takes ~0.17 ms a row. groupSampleKernel gives each row
+// `ctas` CTAs, each owning a contiguous slice of the vocabulary, and runs the same algorithm
+// with the slices' partial results exchanged through global memory between grid-wide barriers
+// (a cooperative launch keeps every CTA resident): the max, the masses, each radix pass's
+// histogram (summed over the slices in slice order), the tie scan's counts, the draw's sums.
+// Fixed-point masses and counts are integers, so cuts equal the one-CTA kernel's; the draw's
+// double sums run in a fixed (slice, then tree) order: deterministic, equal to the host's pick
+// except within ~1e-16 of a CDF boundary.
+
+// One CTA's contribution to one exchange.
+struct GroupSlot {
+  u64 hist[256];
+  u64 u;
+  double d;
+  float f;
+  int32_t i;
+  int32_t j;
+};
+
+struct GroupView {
+  GroupSlot* slots;  // [2][rows][ctas]: exchanges alternate between the halves
+  u64* top;          // [rows][ctas][kMaxTop]: each slice's best tokens (order keys; ~0: none)
+  int32_t* found;    // [rows]: a token found by one CTA for the row's others
+  int32_t rows;
+  int32_t ctas;
+};
+
+// A CTA's place in the grid. Each exchange: every CTA writes mine(), sync(), then reads of(h)
+// for each of its row's slices. Consecutive exchanges use the two halves in turn, so a slot is
+// rewritten only after a further barrier, when every CTA has read it.
+struct Group {
+  GroupView v;
+  int32_t row;
+  int32_t g;
+  int parity;
+  __device__ GroupSlot& mine() const {
+    return v.slots[(static_cast<int64_t>(parity) * v.rows + row) * v.ctas + g];
+  }
+  __device__ const GroupSlot& of(int h) const {
+    return v.slots[(static_cast<int64_t>(parity ^ 1) * v.rows + row) * v.ctas + h];
+  }
+  __device__ void sync() {
+    __threadfence();
+    cooperative_groups::this_grid().sync();
+    parity ^= 1;
+  }
+};
+
+// The row's slots' field, lane h of every warp reading slice h's (one L2 round trip, not one per
+// slice); the sums below combine them by a shuffle tree, the same on every lane and CTA.
+template <typename T, typename F>
+__device__ __forceinline__ T slotField(const Group& grp, F field, T none) {
+  const int h = threadIdx.x & 31;
+  return h < grp.v.ctas ? __ldcg(field(grp.of(h))) : none;
+}
+template <typename T, typename F>
+__device__ __forceinline__ T slotSum(const Group& grp, F field) {
+  return warpSum(slotField<T>(grp, field, T(0)));
+}
+
+// sh.hist[b] = the sum of bin b over the row's slots' histograms: four quarters of the slices
+// summed by 256 threads each (eight loads in flight), then added in quarter order.
+__device__ void sumHistograms(const Group& grp, Shared& sh) {
+  static_assert(kThreads == 4 * 256 && kGroupMaxCtas <= 32, "four quarters of at most eight slices");
+  const int b = threadIdx.x & 255, q = threadIdx.x >> 8;
+  u64 v[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int h = q * 8 + j;
+    v[j] = h < grp.v.ctas ? __ldcg(&grp.of(h).hist[b]) : 0ull;
+  }
+  u64 t = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) t += v[j];
+  sh.cand_fp[q * 256 + b] = t;  // (scratch: no candidates are held across a selection)
+  __syncthreads();
+  if (threadIdx.x < 256)
+    sh.hist[b] = sh.cand_fp[b] + sh.cand_fp[256 + b] + sh.cand_fp[512 + b] + sh.cand_fp[768 + b];
+  __syncthreads();
+}
+
+// selectCut over a row cut into the group's slices (`slice`: this CTA's, its ids from id0).
+// Every CTA of the grid calls it (the barriers are grid-wide); `active` false: the row takes no
+// part (returns Cut{}).
+__device__ Cut groupSelectCut(const Row& slice, int64_t id0, bool active, const Cut& within, bool by_mass, u64 target,
+                              Group& grp, Shared& sh) {
+  uint32_t prefix = 0, mask = 0;
+  bool found = active;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    if (found) {
+      radixHistogram(slice, id0, within, by_mass, prefix, mask, shift, sh);
+      for (int b = threadIdx.x; b < 256; b += kThreads) grp.mine().hist[b] = sh.hist[b];
+    }
+    grp.sync();
+    if (found) {
+      sumHistograms(grp, sh);
+      found = radixStep(shift, prefix, mask, target, sh);
+    }
+  }
+  // The tie: the r-th token of key `prefix` in id order, counted across the slices in order.
+  auto equal = [&](int64_t i) -> u64 {
+    const uint32_t k = orderKey(slice.x[i]);
+    return k == prefix && within.keeps(k, id0 + i) ? 1ull : 0ull;
+  };
+  if (found) {
+    u64 c = 0;
+    for (int64_t i = threadIdx.x; i < slice.vocab; i += kThreads) c += equal(i);
+    c = blockSum(c, sh);
+    if (threadIdx.x == 0) grp.mine().u = c;
+  }
+  grp.sync();
+  if (found) {
+    // Counts in slice order; the owner is the first slice whose running count reaches r.
+    const u64 c = slotField<u64>(grp, [](const GroupSlot& t) { return &t.u; }, 0ull);
+    const u64 incl = warpInclusiveScan(c);
+    const u64 total = __shfl_sync(kFull, incl, 31);
+    const u64 r0 = tieRank(slice, prefix, by_mass, target);
+    const u64 r = r0 < total ? r0 : total;
+    found = r > 0;
+    const unsigned ball = __ballot_sync(kFull, incl >= r);
+    const int owner = ball ? __ffs(ball) - 1 : -1;
+    const u64 before = __shfl_sync(kFull, incl - c, owner < 0 ? 0 : owner);
+    if (found && owner == grp.g) {
+      const int64_t local = firstReaching<u64, false>(slice.vocab, equal, [&](u64) { return r - before; }, sh);
+      if (threadIdx.x == 0) grp.v.found[grp.row] = static_cast<int32_t>(id0 + local);
+    }
+  }
+  grp.sync();
+  Cut c;
+  if (found) {
+    c.on = true;
+    c.key = prefix;
+    c.id = __ldcg(&grp.v.found[grp.row]);
+  }
+  return c;
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    groupSampleKernel(float* logits, int64_t ld, int64_t vocab, const RowSampling* params,
+                      const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
+                      GroupView gv) {
+  __shared__ Shared sh;
+  Group grp{gv, static_cast<int32_t>(blockIdx.x / gv.ctas), static_cast<int32_t>(blockIdx.x % gv.ctas), 0};
+  const RowSampling p = params[grp.row];
+  float* x = logits + grp.row * ld;
+  const int64_t per = (vocab + gv.ctas - 1) / gv.ctas;
+  const int64_t id0 = min(vocab, grp.g * per), len = min(vocab, id0 + per) - id0;
+  const float* xs = x + id0;
+  auto truncatesK = [&](const RowSampling& q) { return !q.greedy && q.top_k > 0 && q.top_k < vocab; };
+  auto truncatesP = [&](const RowSampling& q) { return !q.greedy && q.top_p < 1.0f; };
+  // Which exchanges run: any row's controls decide, so every CTA takes the same barriers.
+  bool any_sampled = false, any_k = false, any_p = false, any_kp = false, any_whole = false, any_lp = false;
+  for (int r = 0; r < gv.rows; ++r) {
+    const RowSampling& q = params[r];
+    any_sampled |= !q.greedy;
+    any_k |= truncatesK(q);
+    any_p |= truncatesP(q);
+    any_kp |= truncatesK(q) && truncatesP(q);
+    any_whole |= !truncatesK(q) && truncatesP(q);
+    any_lp |= q.num_logprobs >= 0;
+  }
+
+  // Penalties and the min_tokens mask, by the row's first CTA (the others read the row after).
+  if (grp.g == 0) applyPenaltiesAndMask(p, x, vocab, penalties, masked, pending);
+  grp.sync();
+
+  // The max (first index of it) and the first NaN / +inf.
+  {
+    const MaxScan ms = blockMaxScan(xs, len, sh);
+    if (threadIdx.x == 0) {
+      grp.mine().f = ms.best;
+      grp.mine().i = ms.best_i == 0x7fffffff ? 0x7fffffff : static_cast<int32_t>(id0 + ms.best_i);
+      grp.mine().j = ms.bad == 0x7fffffff ? 0x7fffffff : static_cast<int32_t>(id0 + ms.bad);
+    }
+  }
+  grp.sync();
+  float best = slotField<float>(grp, [](const GroupSlot& t) { return &t.f; }, -INFINITY);
+  int32_t best_i = slotField<int32_t>(grp, [](const GroupSlot& t) { return &t.i; }, 0x7fffffff);
+  int32_t bad = slotField<int32_t>(grp, [](const GroupSlot& t) { return &t.j; }, 0x7fffffff);
+  for (int o = 16; o > 0; o >>= 1) {  // the largest value, its lowest index
+    const float ov = __shfl_xor_sync(kFull, best, o);
+    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
+    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
+    if (ov > best || (ov == best && oi < best_i)) {
+      best = ov;
+      best_i = oi;
+    }
+  }
+  RowSample& o = out[grp.row];
+  const bool ok = bad == 0x7fffffff && best != -INFINITY;
+  if (!ok && grp.g == 0 && threadIdx.x == 0) {
+    o.token = -1;
+    o.error = bad != 0x7fffffff ? RowSample::kBadValue : RowSample::kAllMasked;
+    o.bad_index = bad != 0x7fffffff ? bad : -1;
+    o.bad_value = bad != 0x7fffffff ? x[bad] : 0.0f;
+    o.num_top = 0;
+  }
+  const bool sampled = ok && !p.greedy, cut_k = ok && truncatesK(p), cut_p = ok && truncatesP(p);
+  const bool lp = ok && p.num_logprobs >= 0;
+  const int32_t num_top = lp ? static_cast<int32_t>(min(static_cast<int64_t>(min(p.num_logprobs, RowSample::kMaxTop)), vocab)) : 0;
+  const Row slice{xs, len, best, sampled ? __fdiv_rn(1.0f, p.temperature) : 1.0f};
+
+  // The whole row's mass (top-p without top-k), the softmax denominator and each slice's best
+  // tokens (logprobs).
+  u64 mass = 0;
+  double z = 0.0;
+  if (any_whole || any_lp) {
+    if (cut_p && !cut_k) {
+      u64 m = 0;
+      forEachValue(xs, len, [&](int64_t, float v) { m += slice.fixedProb(v); });
+      m = blockSum(m, sh);
+      if (threadIdx.x == 0) grp.mine().u = m;
+    }
+    if (lp) {
+      double s = 0.0;
+      forEachValue(xs, len, [&](int64_t, float v) { s += fastExpDev(__fsub_rn(v, best)); });
+      s = blockSum(s, sh);
+      if (threadIdx.x == 0) grp.mine().d = s;
+      const int n_top = static_cast<int>(min(static_cast<int64_t>(num_top), len));
+      if (n_top > 0) topTokens(Row{xs, len, best, 1.0f}, id0, n_top, sh);
+      u64* top = gv.top + (static_cast<int64_t>(grp.row) * gv.ctas + grp.g) * RowSample::kMaxTop;
+      if (threadIdx.x < RowSample::kMaxTop) top[threadIdx.x] = threadIdx.x < n_top ? sh.cand_fp[threadIdx.x] : ~0ull;
+    }
+    grp.sync();
+    if (cut_p && !cut_k) mass = slotSum<u64>(grp, [](const GroupSlot& t) { return &t.u; });
+    if (lp) z = slotSum<double>(grp, [](const GroupSlot& t) { return &t.d; });
+  }
+
+  // The top-k cut, then top-p's reference mass over what it keeps, then the top-p cut.
+  Cut cut;
+  if (any_k) cut = groupSelectCut(slice, id0, cut_k, Cut{}, false, static_cast<u64>(p.top_k), grp, sh);
+  if (any_kp) {
+    if (cut_k && cut_p) {
+      u64 m = 0;
+      forEachValue(xs, len, [&](int64_t i, float v) {
+        if (cut.keeps(orderKey(v), id0 + i)) m += slice.fixedProb(v);
+      });
+      m = blockSum(m, sh);
+      if (threadIdx.x == 0) grp.mine().u = m;
+    }
+    grp.sync();
+    if (cut_k && cut_p) mass = slotSum<u64>(grp, [](const GroupSlot& t) { return &t.u; });
+  }
+  if (any_p) {
+    const Cut pc = groupSelectCut(slice, id0, cut_p, cut, true, cut_p ? topPTarget(p.top_p, mass) : 0ull, grp, sh);
+    if (pc.on) cut = pc;
+  }
+
+  // The draw: the first kept token (id order) whose cumulative weight exceeds u * total; each
+  // slice's sum, then the slice holding the crossing walks its own tokens.
+  int32_t token = best_i;
+  if (any_sampled) {
+    const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
+    auto weight = [&](int64_t i) -> double {
+      const float v = xs[i];
+      if (!cut.keeps(orderKey(v), id0 + i)) return 0.0;
+      const float q = slice.prob(v);
+      return q >= min_prob ? static_cast<double>(q) : 0.0;
+    };
+    int64_t last = -1;  // this slice's last positive weight
+    if (sampled) {
+      double s = 0.0;
+      for (int64_t i = threadIdx.x; i < len; i += kThreads) {
+        const double w = weight(i);
+        s += w;
+        if (w > 0.0) last = i;
+      }
+      s = blockSum(s, sh);
+      const u64 gap = blockMin(last >= 0 ? static_cast<u64>(len - 1 - last) : ~0ull, sh);
+      last = gap == ~0ull ? -1 : len - 1 - static_cast<int64_t>(gap);
+      if (threadIdx.x == 0) {
+        grp.mine().d = s;
+        grp.mine().i = last >= 0 ? static_cast<int32_t>(id0 + last) : -1;
+      }
+    }
+    grp.sync();
+    int owner = -1;
+    if (sampled) {
+      // Sums in slice order (an inclusive scan); the owner: the first positive slice whose running
+      // sum exceeds the target.
+      const double d = slotField<double>(grp, [](const GroupSlot& t) { return &t.d; }, 0.0);
+      int32_t last_any = slotField<int32_t>(grp, [](const GroupSlot& t) { return &t.i; }, -1);
+      for (int o = 16; o > 0; o >>= 1) last_any = max(last_any, __shfl_xor_sync(kFull, last_any, o));
+      const double incl = warpInclusiveScan(d);
+      const double target = philoxUniform(p.seed, p.step, p.sample_index) * __shfl_sync(kFull, incl, 31);
+      const unsigned ball = __ballot_sync(kFull, d > 0.0 && incl > target);
+      owner = ball ? __ffs(ball) - 1 : -1;
+      const double up = __shfl_up_sync(kFull, incl, 1);  // (every lane takes part)
+      const double excl = (threadIdx.x & 31) == 0 ? 0.0 : up;
+      const double cum = __shfl_sync(kFull, excl, owner < 0 ? 0 : owner);
+      if (owner == grp.g) {
+        const int64_t t = firstReaching<double, true>(len, weight, [&](double) { return target - cum; }, sh);
+        if (threadIdx.x == 0) grp.v.found[grp.row] = static_cast<int32_t>(id0 + (t >= 0 ? t : last));
+      }
+      if (owner < 0 && last_any >= 0) token = last_any;  // rounding left the sum a hair below
+    }
+    grp.sync();
+    if (owner >= 0) token = __ldcg(&grp.v.found[grp.row]);
+  }
+
+  // Logprobs of the processed logits at temperature 1: the rank counted across the slices, the
+  // best tokens merged from the slices' lists.
+  if (any_lp) {
+    const float chosen = lp ? x[token] : 0.0f;
+    if (lp) {
+      u64 greater = 0;
+      forEachValue(xs, len, [&](int64_t, float v) { greater += v > chosen; });
+      greater = blockSum(greater, sh);
+      if (threadIdx.x == 0) grp.mine().u = greater;
+    }
+    grp.sync();
+    if (lp && grp.g == 0) {
+      const u64 greater = slotSum<u64>(grp, [](const GroupSlot& t) { return &t.u; });
+      const float log_z = static_cast<float>(log(z));
+      const int n = gv.ctas * RowSample::kMaxTop;  // (<= kMaxCandidates)
+      const u64* top = gv.top + static_cast<int64_t>(grp.row) * n;
+      for (int j = threadIdx.x; j < n; j += kThreads) sh.cand_fp[j] = __ldcg(&top[j]);
+      sortKeys(n, sh);
+      if (threadIdx.x < num_top) {
+        const u64 t = sh.cand_fp[threadIdx.x];
+        o.top_ids[threadIdx.x] = orderId(t);
+        o.top_logprobs[threadIdx.x] = __fsub_rn(__fsub_rn(orderValue(t), best), log_z);
+      }
+      if (threadIdx.x == 0) {
+        o.logprob = __fsub_rn(__fsub_rn(chosen, best), log_z);
+        o.rank = static_cast<int32_t>(greater) + 1;
+      }
+    }
+  }
+  if (ok && grp.g == 0 && threadIdx.x == 0) {
+    o.token = token;
+    o.error = RowSample::kOk;
+    o.bad_index = -1;
+    o.num_top = num_top;
+  }
+}
+
 }  // namespace
 
-bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab, bool top_p_alone) {
+bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab) {
   if (n < 1 || n > kCompactMaxRows || vocab < kCompactCtas) return false;
   for (int64_t r = 0; r < n; ++r) {
     const RowSampling& p = rows[r];
     const bool small_k = p.top_k >= 1 && p.top_k <= kCompactMaxK && p.top_k < vocab;
-    const bool top_p_only = top_p_alone && (p.top_k < 1 || p.top_k >= vocab) && p.top_p < 1.0f;
-    if (p.greedy || !(small_k || top_p_only) || p.num_logprobs >= 0) return false;
+    if (p.greedy || !small_k || p.num_logprobs >= 0) return false;
   }
   return true;
 }
 
-size_t sampleCompactBytes(int64_t rows) {
+// The compact pass's workspace for `rows` rows at `base` (null: only its size).
+CompactView compactLayout(int64_t rows, void* base, size_t* bytes) {
   const size_t segs = static_cast<size_t>(rows) * kCompactCtas;
-  return segs * kCompactMaxK * 8 + segs * 12 + static_cast<size_t>(rows) * kCompactCap * 8;
+  const size_t seg_vals = segs * kCompactMaxK, row_vals = static_cast<size_t>(rows) * kCompactCap;
+  char* w = static_cast<char*>(base);
+  CompactView cv{};
+  if (w != nullptr) {
+    cv.seg_val = reinterpret_cast<float*>(w);
+    cv.seg_id = reinterpret_cast<int32_t*>(w + seg_vals * 4);
+    cv.seg_count = reinterpret_cast<int32_t*>(w + seg_vals * 8);
+    cv.seg_bad = cv.seg_count + segs;
+    cv.row_val = reinterpret_cast<float*>(w + seg_vals * 8 + segs * 8);
+    cv.row_id = reinterpret_cast<int32_t*>(w + seg_vals * 8 + segs * 8 + row_vals * 4);
+  }
+  if (bytes != nullptr) *bytes = seg_vals * 8 + segs * 8 + row_vals * 8;
+  return cv;
+}
+
+size_t sampleCompactBytes(int64_t rows) {
+  size_t bytes = 0;
+  compactLayout(rows, nullptr, &bytes);
+  return bytes;
+}
+
+int sampleGroupCapacity() {
+  int dev = 0, coop = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, groupSampleKernel, kThreads, 0) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return coop ? sms * per_sm : 0;
+}
+
+int sampleGroupCtas(int64_t rows, int capacity) {
+  if (rows < 1 || rows > kGroupMaxRows) return 0;
+  const int ctas = static_cast<int>(std::min<int64_t>(kGroupMaxCtas, capacity / rows));
+  return ctas >= kGroupMinCtas ? ctas : 0;
+}
+
+size_t sampleGroupBytes(int64_t rows, int ctas) {
+  const size_t slots = static_cast<size_t>(rows) * static_cast<size_t>(ctas);
+  return 2 * slots * sizeof(GroupSlot) + slots * RowSample::kMaxTop * sizeof(u64) + static_cast<size_t>(rows) * 4;
 }
 
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
                        const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
-                       void* compact_ws, cudaStream_t stream) {
+                       void* compact_ws, int group_ctas, void* group_ws, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  CompactView cv{};
+  if (group_ctas > 0) {
+    const size_t slots = static_cast<size_t>(rows) * static_cast<size_t>(group_ctas);
+    char* w = static_cast<char*>(group_ws);
+    GroupView gv{};
+    gv.slots = reinterpret_cast<GroupSlot*>(w);
+    gv.top = reinterpret_cast<u64*>(w + 2 * slots * sizeof(GroupSlot));
+    gv.found = reinterpret_cast<int32_t*>(w + 2 * slots * sizeof(GroupSlot) + slots * RowSample::kMaxTop * sizeof(u64));
+    gv.rows = static_cast<int32_t>(rows);
+    gv.ctas = group_ctas;
+    void* args[] = {&logits, &ld, &vocab, &params, &penalties, &masked, &pending, &out, &gv};
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&groupSampleKernel),
+                                       dim3(static_cast<unsigned>(slots)), dim3(kThreads), args, 0, stream);
+  }
+  const CompactView cv = compactLayout(rows, compact_ws, nullptr);
   if (compact_ws != nullptr) {
-    const size_t segs = static_cast<size_t>(rows) * kCompactCtas;
-    char* w = static_cast<char*>(compact_ws);
-    cv.seg_val = reinterpret_cast<float*>(w);
-    cv.seg_id = reinterpret_cast<int32_t*>(w + segs * kCompactMaxK * 4);
-    cv.seg_count = reinterpret_cast<int32_t*>(w + segs * kCompactMaxK * 8);
-    cv.seg_bad = cv.seg_count + segs;
-    cv.seg_floor = reinterpret_cast<uint32_t*>(cv.seg_bad + segs);
-    cv.row_val = reinterpret_cast<float*>(w + segs * kCompactMaxK * 8 + segs * 12);
-    cv.row_id = reinterpret_cast<int32_t*>(reinterpret_cast<char*>(cv.row_val) + static_cast<size_t>(rows) * kCompactCap * 4);
     prepareKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(logits, ld, vocab, params, penalties, masked,
                                                                          pending);
     compactKernel<<<dim3(kCompactCtas, static_cast<unsigned>(rows)), kThreads, 0, stream>>>(logits, ld, vocab, params,
