@@ -57,8 +57,13 @@ if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16:*/fp16:*/bf16_weights_fp16_kv' > "$OUT/memcheck_ops.log" 2>&1
   echo "memcheck ops(bf16, fp16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/device_sampling_test \
-    --gtest_filter='*Penalties*/cuda:*BadRows*/cuda:*ManySeeds*/cuda:*Pending*/cuda:*Async*/cuda' > "$OUT/memcheck_sampling.log" 2>&1
+    --gtest_filter='*Penalties*/cuda:*BadRows*/cuda:*ManySeeds*/cuda:*Pending*/cuda:*Async*/cuda:*FewRows*/cuda' > "$OUT/memcheck_sampling.log" 2>&1
   echo "memcheck sampling rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_sampling.log" | head
+  # A sampled generation with logprobs (batch 1: the row-group sampling kernel, overlapped).
+  timeout 240 $SAN --tool memcheck --leak-check full --error-exitcode 9 $C/bin/llmrt generate --model $C/models/stories260K-hf \
+    --prompt "Once upon a time" --max-tokens 24 --backend cuda --temperature 0.8 --top-p 0.9 --logprobs 2 \
+    > "$OUT/memcheck_sampled.log" 2>&1
+  echo "memcheck generate sampled rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY" "$OUT/memcheck_sampled.log"
 else
   echo "no compute-sanitizer at $SAN"
 fi

@@ -261,8 +261,12 @@ class DeviceSampling : public ::testing::TestWithParam<std::string> {
       for (int j = 0; j < want->num_top; ++j) {
         EXPECT_EQ(want->top[static_cast<size_t>(j)].token, got->top[static_cast<size_t>(j)].token)
             << what << " row " << i << " top " << j;
-        EXPECT_NEAR(want->top[static_cast<size_t>(j)].logprob, got->top[static_cast<size_t>(j)].logprob, 2e-5)
-            << what << " row " << i << " top " << j;
+        const float w = want->top[static_cast<size_t>(j)].logprob, g = got->top[static_cast<size_t>(j)].logprob;
+        if (std::isinf(w)) {
+          EXPECT_EQ(w, g) << what << " row " << i << " top " << j;  // a masked token: -inf on both
+        } else {
+          EXPECT_NEAR(w, g, 2e-5) << what << " row " << i << " top " << j;
+        }
       }
     }
     EXPECT_EQ(mismatches, 0) << what;
@@ -450,7 +454,7 @@ TEST_P(DeviceSampling, FewRowsWithTopPAlone) {
   }
 }
 
-// Steps of one to four rows (CUDA: the row-group kernel, whose CTAs exchange maxima, masses,
+// Steps of one to four and of sixteen rows (CUDA: the row-group kernel, whose CTAs exchange maxima, masses,
 // radix histograms, tie counts and draw sums between grid-wide barriers) in every configuration,
 // mixed in a step: greedy, plain temperature, top-k up to 5000, top-p with and without top-k,
 // min-p, with logprobs (0, 5, 20), penalties, min_tokens masks and quantized logits (ties across
@@ -482,6 +486,19 @@ TEST_P(DeviceSampling, FewRowsOfEveryConfiguration) {
                                             " rows " + std::to_string(rows) + " from config " +
                                             std::to_string(next - cases.size()));
       }
+      // All sixteen configurations in one step (fewer CTAs per row), one row with a NaN, one
+      // with every token masked but one.
+      std::vector<Case> step;
+      for (size_t i = 0; i < all.size(); ++i) {
+        SamplingParams p = all[i];
+        if (i % 2) p.logprobs = 3;
+        step.push_back(fewRowCase(randomLogits(vocab, sigma, rng), p, seed++, {}, static_cast<int>(i)));
+      }
+      step[5].logits[static_cast<size_t>(vocab / 2)] = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t i = 0; i < vocab; ++i)
+        if (i != vocab - 1) step[9].logits[static_cast<size_t>(i)] = kNegInf;
+      expectSameAsSampler(step, eos, "vocab " + std::to_string(vocab) + " sigma " + std::to_string(sigma) +
+                                         " all configurations in one step");
     }
   }
 }

@@ -1,6 +1,7 @@
-// Sampling on the device (Backend::sampleRows): one CTA per logits row does what
-// the host Sampler (src/sampling/sampler.cpp) does for one sequence, so only the
-// token (and requested logprobs) cross to the host:
+// Sampling on the device (Backend::sampleRows): one CTA per logits row (or, for steps
+// of a few rows, many CTAs per row: the row-group kernel below) does what the host
+// Sampler (src/sampling/sampler.cpp) does for one sequence, so only the token (and
+// requested logprobs) cross to the host:
 //   penalties and min_tokens masks in place -> max / validity scan -> greedy argmax,
 //   or temperature probabilities, top-k cut, top-p cut, min-p, inverse-CDF draw
 //   with the Philox uniform of (seed, step, sample index) -> logprobs.
@@ -9,7 +10,8 @@
 // (no FMA contraction), so they are bit-identical to the host's. Masses are summed
 // for the top-p cut in 2^-40 fixed point, each probability rounded to nearest (integer
 // sums, independent of order); the draw sums the float probabilities in double as the
-// host does, in a fixed tree order, so a row samples the same token on every run.
+// host does — in id order on the candidate path (exactly the host's sum), else in a
+// fixed tree order — so a row samples the same token on every run.
 // (A fixed-point draw moved one draw in ~2,000 to a neighbouring token at a 128k
 // vocabulary: the probabilities below 2^-41 that it drops add up.) The kept set under top-k is exact
 // (logit order, ties to the lower id); top-p and the draw agree with the host except
@@ -374,12 +376,24 @@ __device__ Cut selectCut(const Row& row, const Cut& within, bool by_mass, u64 ta
 
 // Fixed-point mass of the tokens `cut` keeps (one pass; every thread gets it), and the top-p
 // cut's target in it: ceil(top_p * mass), at least 1.
-__device__ u64 keptMass(const Row& row, const Cut& cut, Shared& sh) {
+// (`id0`: the global id of row.x[0], for a slice of a row.)
+__device__ u64 keptMass(const Row& row, int64_t id0, const Cut& cut, Shared& sh) {
   u64 mass = 0;
   forEachValue(row.x, row.vocab, [&](int64_t i, float v) {
-    if (cut.keeps(orderKey(v), i)) mass += row.fixedProb(v);
+    if (cut.keeps(orderKey(v), id0 + i)) mass += row.fixedProb(v);
   });
   return blockSum(mass, sh);
+}
+
+// min-p's threshold on the probability relative to the top token's 1 (0: off).
+__device__ __forceinline__ float minProb(const RowSampling& p) { return p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f; }
+
+// The draw's weight of the token of id `id` and logit v: its probability when `cut` keeps it
+// and it reaches min_prob, else 0.
+__device__ __forceinline__ double drawWeight(const Row& row, const Cut& cut, float min_prob, int64_t id, float v) {
+  if (!cut.keeps(orderKey(v), id)) return 0.0;
+  const float q = row.prob(v);
+  return q >= min_prob ? static_cast<double>(q) : 0.0;
 }
 __device__ u64 topPTarget(float top_p, u64 mass) {
   const double t = ceil(static_cast<double>(top_p) * static_cast<double>(mass));
@@ -505,7 +519,7 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   // The draw, as the host's pick(): weights in id order, total and target in double, the first
   // positive weight whose cumulative sum exceeds u * total; the last positive one if rounding
   // leaves the sum a hair below.
-  const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
+  const float min_prob = minProb(p);
   const float q = kept ? row.prob(v) : 0.0f;
   sh.cand_w[j] = q >= min_prob ? q : 0.0f;
   __syncthreads();
@@ -532,6 +546,18 @@ struct MaxScan {
   int32_t best_i;
   int32_t bad;
 };
+// Merges the lanes' (largest value, its lowest index) and their lowest bad index; every lane gets them.
+__device__ __forceinline__ void warpMaxMerge(float& best, int32_t& best_i, int32_t& bad) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(kFull, best, o);
+    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
+    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
+    if (ov > best || (ov == best && oi < best_i)) {
+      best = ov;
+      best_i = oi;
+    }
+  }
+}
 __device__ MaxScan blockMaxScan(const float* xs, int64_t n, Shared& sh) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   float best = -INFINITY;
@@ -543,15 +569,7 @@ __device__ MaxScan blockMaxScan(const float* xs, int64_t n, Shared& sh) {
       best_i = static_cast<int32_t>(i);
     }
   });
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(kFull, best, o);
-    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
-    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
-    if (ov > best || (ov == best && oi < best_i)) {
-      best = ov;
-      best_i = oi;
-    }
-  }
+  warpMaxMerge(best, best_i, bad);
   if (lane == 0) {
     sh.warp_f32[warp] = best;
     sh.warp_i32[warp] = best_i;
@@ -742,26 +760,20 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
     const bool small_k = top_k && p.top_k <= kMaxCandidates, top_p = p.top_p < 1.0f;
     // Top-p's reference mass over the kept set: one pass, shared by both paths (a small top-k
     // set's mass the candidate path sums itself).
-    u64 mass = top_p && !small_k ? keptMass(row, cut, sh) : 0ull;
+    u64 mass = top_p && !small_k ? keptMass(row, 0, cut, sh) : 0ull;
     const int32_t drawn = small_k || top_p ? drawFromCandidates(row, cut, small_k, mass, p, sh) : -2;
     if (drawn != -2) {
       token = drawn >= 0 ? drawn : best_i;
     } else {
       if (top_p) {
-        if (small_k) mass = keptMass(row, cut, sh);
+        if (small_k) mass = keptMass(row, 0, cut, sh);
         const Cut pc = selectCut(row, cut, true, topPTarget(p.top_p, mass), sh);
         if (pc.on) cut = pc;
       }
-      const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
+      const float min_prob = minProb(p);
       const double u = philoxUniform(p.seed, p.step, p.sample_index);
       const int64_t t = firstReaching<double, true>(
-          n,
-          [&](int64_t i) -> double {
-            const float v = xs[i];
-            if (!cut.keeps(orderKey(v), i)) return 0.0;
-            const float q = row.prob(v);
-            return q >= min_prob ? static_cast<double>(q) : 0.0;
-          },
+          n, [&](int64_t i) -> double { return drawWeight(row, cut, min_prob, i, xs[i]); },
           [&](double total) { return u * total; }, sh);
       token = t >= 0 ? static_cast<int32_t>(t) : best_i;
     }
@@ -813,8 +825,10 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
 // (a cooperative launch keeps every CTA resident): the max, the masses, each radix pass's
 // histogram (summed over the slices in slice order), the tie scan's counts, the draw's sums.
 // Fixed-point masses and counts are integers, so cuts equal the one-CTA kernel's; the draw's
-// double sums run in a fixed (slice, then tree) order: deterministic, equal to the host's pick
-// except within ~1e-16 of a CDF boundary.
+// double sums run in a fixed order (a tree within each slice, then the slices in order; the owning
+// slice narrows by segment sums): deterministic, equal to the host's pick (which sums in id order)
+// except within ~1e-16 of a CDF boundary. Where the sums leave no crossing, the last positive
+// token is drawn, as the host does. The softmax denominator is summed in the same kind of order.
 
 // One CTA's contribution to one exchange.
 struct GroupSlot {
@@ -835,8 +849,8 @@ struct GroupView {
 };
 
 // A CTA's place in the grid. Each exchange: every CTA writes mine(), sync(), then reads of(h)
-// for each of its row's slices. Consecutive exchanges use the two halves in turn, so a slot is
-// rewritten only after a further barrier, when every CTA has read it.
+// for each of its row's slices before its next barrier. Every barrier flips the half written, so
+// a slot is rewritten only after a further barrier, when every CTA has read it.
 struct Group {
   GroupView v;
   int32_t row;
@@ -986,15 +1000,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float best = slotField<float>(grp, [](const GroupSlot& t) { return &t.f; }, -INFINITY);
   int32_t best_i = slotField<int32_t>(grp, [](const GroupSlot& t) { return &t.i; }, 0x7fffffff);
   int32_t bad = slotField<int32_t>(grp, [](const GroupSlot& t) { return &t.j; }, 0x7fffffff);
-  for (int o = 16; o > 0; o >>= 1) {  // the largest value, its lowest index
-    const float ov = __shfl_xor_sync(kFull, best, o);
-    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
-    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
-    if (ov > best || (ov == best && oi < best_i)) {
-      best = ov;
-      best_i = oi;
-    }
-  }
+  warpMaxMerge(best, best_i, bad);
   RowSample& o = out[grp.row];
   const bool ok = bad == 0x7fffffff && best != -INFINITY;
   if (!ok && grp.g == 0 && threadIdx.x == 0) {
@@ -1015,9 +1021,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   double z = 0.0;
   if (any_whole || any_lp) {
     if (cut_p && !cut_k) {
-      u64 m = 0;
-      forEachValue(xs, len, [&](int64_t, float v) { m += slice.fixedProb(v); });
-      m = blockSum(m, sh);
+      const u64 m = keptMass(slice, id0, Cut{}, sh);
       if (threadIdx.x == 0) grp.mine().u = m;
     }
     if (lp) {
@@ -1040,11 +1044,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (any_k) cut = groupSelectCut(slice, id0, cut_k, Cut{}, false, static_cast<u64>(p.top_k), grp, sh);
   if (any_kp) {
     if (cut_k && cut_p) {
-      u64 m = 0;
-      forEachValue(xs, len, [&](int64_t i, float v) {
-        if (cut.keeps(orderKey(v), id0 + i)) m += slice.fixedProb(v);
-      });
-      m = blockSum(m, sh);
+      const u64 m = keptMass(slice, id0, cut, sh);
       if (threadIdx.x == 0) grp.mine().u = m;
     }
     grp.sync();
@@ -1059,21 +1059,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   // slice's sum, then the slice holding the crossing walks its own tokens.
   int32_t token = best_i;
   if (any_sampled) {
-    const float min_prob = p.min_p > 0.0f ? fminf(p.min_p, 1.0f) : 0.0f;
-    auto weight = [&](int64_t i) -> double {
-      const float v = xs[i];
-      if (!cut.keeps(orderKey(v), id0 + i)) return 0.0;
-      const float q = slice.prob(v);
-      return q >= min_prob ? static_cast<double>(q) : 0.0;
-    };
+    const float min_prob = minProb(p);
+    auto weight = [&](int64_t i) -> double { return drawWeight(slice, cut, min_prob, id0 + i, xs[i]); };
     int64_t last = -1;  // this slice's last positive weight
     if (sampled) {
       double s = 0.0;
-      for (int64_t i = threadIdx.x; i < len; i += kThreads) {
-        const double w = weight(i);
+      forEachValue(xs, len, [&](int64_t i, float v) {
+        const double w = drawWeight(slice, cut, min_prob, id0 + i, v);
         s += w;
-        if (w > 0.0) last = i;
-      }
+        if (w > 0.0) last = i;  // (ascending per thread)
+      });
       s = blockSum(s, sh);
       const u64 gap = blockMin(last >= 0 ? static_cast<u64>(len - 1 - last) : ~0ull, sh);
       last = gap == ~0ull ? -1 : len - 1 - static_cast<int64_t>(gap);
@@ -1121,7 +1116,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (lp && grp.g == 0) {
       const u64 greater = slotSum<u64>(grp, [](const GroupSlot& t) { return &t.u; });
       const float log_z = static_cast<float>(log(z));
-      const int n = gv.ctas * RowSample::kMaxTop;  // (<= kMaxCandidates)
+      static_assert(kGroupMaxCtas * RowSample::kMaxTop <= kMaxCandidates, "the slices' lists fit one sort");
+      const int n = gv.ctas * RowSample::kMaxTop;
       const u64* top = gv.top + static_cast<int64_t>(grp.row) * n;
       for (int j = threadIdx.x; j < n; j += kThreads) sh.cand_fp[j] = __ldcg(&top[j]);
       sortKeys(n, sh);
@@ -1217,8 +1213,12 @@ cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, c
     gv.rows = static_cast<int32_t>(rows);
     gv.ctas = group_ctas;
     void* args[] = {&logits, &ld, &vocab, &params, &penalties, &masked, &pending, &out, &gv};
-    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&groupSampleKernel),
-                                       dim3(static_cast<unsigned>(slots)), dim3(kThreads), args, 0, stream);
+    const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&groupSampleKernel),
+                                                      dim3(static_cast<unsigned>(slots)), dim3(kThreads), args, 0,
+                                                      stream);
+    // Refused (e.g. fewer SMs free than the device reports, under MPS): one CTA per row instead.
+    if (e != cudaErrorCooperativeLaunchTooLarge) return e;
+    cudaGetLastError();
   }
   const CompactView cv = compactLayout(rows, compact_ws, nullptr);
   if (compact_ws != nullptr) {
