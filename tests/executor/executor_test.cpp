@@ -427,8 +427,9 @@ TEST(Executor, OverlapWithPenaltiesGivesTheStepByStepOutputs) {
     sampled.sampling_params.frequency_penalty = 0.3f;
     sampled.sampling_params.presence_penalty = 0.2f;
     rs.push_back(sampled);
-    // Top-p alone with penalties, the longest: its last steps run alone, and a GPU samples a
-    // lone top-p row on the host, which then waits for the pending token of the step before.
+    // Top-p alone with penalties, the longest: its last steps run alone. (A GPU samples such a lone
+    // row on the device with the row-group kernel; with LLMRT_CUDA_DISABLE=rowgroup it samples it
+    // on the host, which then waits for the pending token of the step before.)
     Request top_p = req(prompt(10, 33), 56);
     top_p.sampling_params.temperature = 0.8f;
     top_p.sampling_params.top_p = 0.9f;

@@ -630,18 +630,23 @@ TEST_P(DeviceSampling, PendingTokensCountAsGenerated) {
   spec[5].p.presence_penalty = 1.0f;
   spec[5].generated = {3};
   spec[6].generated = {1234};  // no penalties: the pending token changes nothing
-  DeviceSamplingBatch got, want;
-  for (int64_t r = 0; r < rows; ++r) {
-    Row& x = spec[static_cast<size_t>(r)];
-    x.p.seed = 100 + static_cast<uint64_t>(r);
-    x.p.logprobs = 3;
+  // Adds row x to `with_pending` with its newest token pending (in the previous result's row r)
+  // and to `with_known` with that token recorded.
+  auto addBoth = [&](const Row& x, int64_t r, DeviceSamplingBatch& with_pending, DeviceSamplingBatch& with_known) {
     SequenceSamplingState pending(x.p, x.prompt, *x.p.seed, 0);
     for (int32_t t : x.generated) pending.accept(t);
     SequenceSamplingState known = pending;
     pending.acceptPending();
     known.accept(tokens[static_cast<size_t>(r)]);
-    got.add(x.p, pending, {}, static_cast<int32_t>(r));
-    want.add(x.p, known, {});
+    with_pending.add(x.p, pending, {}, static_cast<int32_t>(r));
+    with_known.add(x.p, known, {});
+  };
+  DeviceSamplingBatch got, want;
+  for (int64_t r = 0; r < rows; ++r) {
+    Row& x = spec[static_cast<size_t>(r)];
+    x.p.seed = 100 + static_cast<uint64_t>(r);
+    x.p.logprobs = 3;
+    addBoth(x, r, got, want);
   }
   EXPECT_EQ(got.rows()[6].pending_src, -1);  // (add drops it where no penalty reads it)
   TensorView vp = backend_->scratch(0, rows, vocab, DType::kF32), vc = backend_->scratch(1, rows, vocab, DType::kF32);
@@ -682,13 +687,7 @@ TEST_P(DeviceSampling, PendingTokensCountAsGenerated) {
     x.p.top_k = 40;
     x.p.top_p = 1.0f;
     x.p.logprobs.reset();
-    SequenceSamplingState pending(x.p, x.prompt, *x.p.seed, 0);
-    for (int32_t t : x.generated) pending.accept(t);
-    SequenceSamplingState known = pending;
-    pending.acceptPending();
-    known.accept(tokens[static_cast<size_t>(r)]);
-    got_c.add(x.p, pending, {}, static_cast<int32_t>(r));
-    want_c.add(x.p, known, {});
+    addBoth(x, r, got_c, want_c);
   }
   TensorView vc4 = backend_->scratch(1, 4, vocab, DType::kF32);
   auto t3 = first.start(*backend_, vp);  // the previous step again: the latest result
@@ -748,8 +747,8 @@ TEST_P(DeviceSampling, TimingOfOneStep) {
                   static_cast<double>(base.top_p), static_cast<double>(base.min_p), us);
     }
   }
-  // Top-p alone on a few rows (the compact pass; logits of spread 8: a nucleus of a few tokens,
-  // spread 2: thousands, the whole-row fallback).
+  // Top-p alone on a few rows (CUDA: the row-group kernel; logits of spread 8: a nucleus of a few
+  // tokens, spread 2: thousands).
   SamplingParams top_p;
   top_p.temperature = 0.9f;
   top_p.top_p = 0.95f;

@@ -96,6 +96,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   // pairs of the weights' type (linear()).
   bool half_activations = options.weight_dtype != DType::kF32 && b->options_.kv_dtype != DType::kF32;
   bool pdl = prop.major >= 9;  // programmatic dependent launch (cuda_pdl.h)
+  bool rowgroup = true;        // the row-group sampling kernel
   // Switches for measurements and diagnosis:
   // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling,compact,rowgroup (comma-separated).
   if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
@@ -108,17 +109,17 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     pdl = pdl && v.find("pdl") == std::string::npos;
     b->use_sampling_ = v.find("sampling") == std::string::npos;
     b->use_compact_sampling_ = v.find("compact") == std::string::npos;
-    if (v.find("rowgroup") != std::string::npos) b->group_capacity_ = -1;
+    rowgroup = v.find("rowgroup") == std::string::npos;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
                    "decode attention %s, 16-bit activations %s, dependent launch %s, sampling on the GPU %s, compact "
                    "sampling pass %s, row-group sampling %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
                    b->use_mma_decode_ ? "on" : "off",
                    half_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
-                   b->use_compact_sampling_ ? "on" : "off", b->group_capacity_ < 0 ? "off" : "on");
+                   b->use_compact_sampling_ ? "on" : "off", rowgroup ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);
-  b->group_capacity_ = b->group_capacity_ < 0 ? 0 : cuda::sampleGroupCapacity();
+  b->group_capacity_ = rowgroup ? cuda::sampleGroupCapacity() : 0;
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
   if (const char* w = std::getenv("LLMRT_CUDA_SPLIT_WAVES")) {
     const int v = std::atoi(w);
