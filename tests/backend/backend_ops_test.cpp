@@ -304,7 +304,8 @@ TEST_P(BackendOps, Embedding) {
 
 TEST_P(BackendOps, RmsNormAndAddRmsNorm) {
   for (int64_t rows : {1, 7, 33}) {
-    for (int64_t cols : {8, 77, 4099}) {
+    // 8, 1028, 4096 and 8192 take the float4 kernel (1 to 8 float4 per thread), 77 and 4099 the scalar one.
+    for (int64_t cols : {8, 77, 1028, 4096, 4099, 8192}) {
       const std::string what = std::to_string(rows) + "x" + std::to_string(cols);
       std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_, 3.0f);
       std::vector<float> res = randomVec(static_cast<size_t>(rows * cols), rng_);
@@ -384,8 +385,9 @@ TEST_P(BackendOps, RopeWriteKv) {
     int64_t head_dim, rotary_dim, q_heads, k_heads;
     float scaling;
   };
+  // All but the last case take the CUDA float4 kernel; rotary 6 (an odd half) takes the scalar one.
   for (const Case& c : {Case{64, 64, 8, 2, 1.0f}, Case{128, 128, 4, 4, 1.0f}, Case{64, 32, 4, 1, 1.25f},
-                        Case{8, 8, 8, 4, 1.0f}, Case{64, 0, 2, 2, 1.0f}}) {
+                        Case{8, 8, 8, 4, 1.0f}, Case{64, 0, 2, 2, 1.0f}, Case{12, 6, 3, 1, 1.0f}}) {
     const std::string what = "head_dim " + std::to_string(c.head_dim) + " rotary " + std::to_string(c.rotary_dim);
     SCOPED_TRACE(what);
     const int64_t n = 23, Q = c.q_heads * c.head_dim, KV = c.k_heads * c.head_dim, tpb = 8, blocks = 6;

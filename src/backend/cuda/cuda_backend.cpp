@@ -97,8 +97,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   bool half_activations = options.weight_dtype != DType::kF32 && b->options_.kv_dtype != DType::kF32;
   bool pdl = prop.major >= 9;  // programmatic dependent launch (cuda_pdl.h)
   bool rowgroup = true;        // the row-group sampling kernel
+  bool vector_ops = true;      // float4 kernels for RMSNorm and RoPE + KV write
   // Switches for measurements and diagnosis:
-  // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling,compact,rowgroup (comma-separated).
+  // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling,compact,rowgroup,vecops
+  // (comma-separated).
   if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
     const std::string v = off;
     b->use_graphs_ = v.find("graphs") == std::string::npos;
@@ -110,15 +112,17 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_sampling_ = v.find("sampling") == std::string::npos;
     b->use_compact_sampling_ = v.find("compact") == std::string::npos;
     rowgroup = v.find("rowgroup") == std::string::npos;
+    vector_ops = v.find("vecops") == std::string::npos;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
                    "decode attention %s, 16-bit activations %s, dependent launch %s, sampling on the GPU %s, compact "
-                   "sampling pass %s, row-group sampling %s)",
+                   "sampling pass %s, row-group sampling %s, vector norm/RoPE kernels %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
                    b->use_mma_decode_ ? "on" : "off",
                    half_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
-                   b->use_compact_sampling_ ? "on" : "off", rowgroup ? "on" : "off");
+                   b->use_compact_sampling_ ? "on" : "off", rowgroup ? "on" : "off", vector_ops ? "on" : "off");
   }
   cuda::setPdlEnabled(pdl);
+  cuda::setVectorOpsEnabled(vector_ops);
   b->group_capacity_ = rowgroup ? cuda::sampleGroupCapacity() : 0;
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
   if (const char* w = std::getenv("LLMRT_CUDA_SPLIT_WAVES")) {

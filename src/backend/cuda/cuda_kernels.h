@@ -17,6 +17,9 @@ namespace llmrt::cuda {
 // out[i, :] = table[ids[i], :]; table is F32, BF16 or F16 [*, dim].
 cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
                       float* out, int64_t ld_out, cudaStream_t stream);
+// rmsNorm and ropeWriteKv take their float4 kernels where sizes and alignment allow (on by
+// default; off for same-call comparisons: LLMRT_CUDA_DISABLE=vecops).
+void setVectorOpsEnabled(bool on);
 // With `residual` null: out = rmsNorm(x) * w. Otherwise residual += x; out = rmsNorm(residual) * w.
 // out is F32, BF16 or F16 (`out_dtype`); the rest float32.
 cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,

@@ -69,6 +69,46 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, float* residual, int
     storeFloat(out + r * ld_out + i, w[i] * (src[i] * inv));
 }
 
+// rmsNormKernel for rows of up to 4 * V * blockDim.x features with cols, the row strides and
+// the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in registers
+// between the sum of squares and the scaling (one read of x and residual, one write of each output).
+template <typename TO, int V>
+__global__ void rmsNormVecKernel(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w,
+                                 float eps, int cols, TO* out, int64_t ld_out) {
+  pdlWait();
+  pdlLaunchDependents();
+  __shared__ float red[32];
+  const int64_t r = blockIdx.x;
+  const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
+  float4* res = residual ? reinterpret_cast<float4*>(residual + r * ld_res) : nullptr;
+  const int n4 = cols / 4;
+  float4 v[V];
+  float ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i >= n4) break;
+    v[j] = xr[i];
+    if (res) {
+      const float4 b = res[i];
+      v[j] = make_float4(v[j].x + b.x, v[j].y + b.y, v[j].z + b.z, v[j].w + b.w);
+      res[i] = v[j];
+    }
+    ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+  }
+  ss = blockSum(ss, red);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i >= n4) break;
+    const float4 g = w4[i];
+    store4(out + r * ld_out + 4 * i,
+           make_float4(g.x * (v[j].x * inv), g.y * (v[j].y * inv), g.z * (v[j].z * inv), g.w * (v[j].w * inv)));
+  }
+}
+
 // Element-wise kernels: blockIdx.y is the row, blockIdx.x * blockDim.x + threadIdx.x the column
 // (no 64-bit divisions on the way).
 __global__ void addKernel(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols) {
@@ -212,6 +252,74 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
   }
 }
 
+// ropeWriteKvKernel four features at a time (float4 reads of q, k, v; 8- or 16-byte cache
+// writes) with 32-bit index arithmetic. Requires half and head_dim multiples of 4, the row
+// strides multiples of 4 and q, k, v 16-byte aligned.
+template <typename T>
+__global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
+  pdlWait();
+  pdlLaunchDependents();
+  extern __shared__ float4 cs4[];  // [2 * half / 4]: cos, then sin
+  float* cs = reinterpret_cast<float*>(cs4);
+  const int64_t r = blockIdx.x;
+  const int half = static_cast<int>(a.half), hd = static_cast<int>(g.head_dim), kvh = static_cast<int>(g.num_kv_heads);
+  const float pos = static_cast<float>(a.positions[r]);
+  const float* inv = a.inv_freq + static_cast<int64_t>(a.row_table[r]) * half;
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    float s, c;
+    sincosf(pos * inv[i], &s, &c);  // float32 angle, as HF's inv_freq @ position_ids
+    cs[i] = c * a.scaling;
+    cs[half + i] = s * a.scaling;
+  }
+  __syncthreads();
+  const int64_t slot = a.slots[r];
+  const int64_t head_stride = g.tokens_per_block * hd;
+  T* k_dst = nullptr;
+  T* v_dst = nullptr;
+  if (slot >= 0) {
+    T* base = pool + (slot / g.tokens_per_block) * g.elems_per_block + (slot % g.tokens_per_block) * hd;
+    k_dst = base + (a.layer * 2 + 0) * kvh * head_stride;
+    v_dst = base + (a.layer * 2 + 1) * kvh * head_stride;
+  }
+  const int quads = half / 4;
+  auto rotate = [&](float* x, int i, float4& y1, float4& y2) {
+    const float4 x1 = *reinterpret_cast<const float4*>(x + i), x2 = *reinterpret_cast<const float4*>(x + i + half);
+    const float4 c = cs4[i / 4], s = cs4[(half + i) / 4];
+    y1 = make_float4(x1.x * c.x - x2.x * s.x, x1.y * c.y - x2.y * s.y, x1.z * c.z - x2.z * s.z,
+                     x1.w * c.w - x2.w * s.w);
+    y2 = make_float4(x2.x * c.x + x1.x * s.x, x2.y * c.y + x1.y * s.y, x2.z * c.z + x1.z * s.z,
+                     x2.w * c.w + x1.w * s.w);
+    *reinterpret_cast<float4*>(x + i) = y1;
+    *reinterpret_cast<float4*>(x + i + half) = y2;
+  };
+  float* qr = a.q + r * a.ld_q;
+  const int q_quads = static_cast<int>(a.q_heads) * quads;
+  for (int e = threadIdx.x; e < q_quads; e += blockDim.x) {
+    const int h = e / quads, i = (e - h * quads) * 4;
+    float4 y1, y2;
+    rotate(qr + h * hd, i, y1, y2);
+  }
+  float* kr = a.k + r * a.ld_k;
+  for (int e = threadIdx.x; e < kvh * quads; e += blockDim.x) {
+    const int h = e / quads, i = (e - h * quads) * 4;
+    float4 y1, y2;
+    rotate(kr + h * hd, i, y1, y2);
+    if (k_dst) {
+      store4(k_dst + h * head_stride + i, y1);
+      store4(k_dst + h * head_stride + i + half, y2);
+    }
+  }
+  if (!k_dst) return;
+  const float* vr = a.v + r * a.ld_v;
+  const int hd4 = hd / 4;
+  for (int e = threadIdx.x; e < kvh * hd4; e += blockDim.x) {
+    const int h = e / hd4, d = (e - h * hd4) * 4;
+    if (d >= 2 * half)  // untouched by the rotation above
+      store4(k_dst + h * head_stride + d, *reinterpret_cast<const float4*>(kr + h * hd + d));
+    store4(v_dst + h * head_stride + d, *reinterpret_cast<const float4*>(vr + h * hd + d));
+  }
+}
+
 // One block per row: (value, id) maxima per thread, then per warp, then across warps.
 __global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int32_t* out) {
   pdlWait();
@@ -278,8 +386,10 @@ int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 :
 
 namespace {
 std::atomic<bool> g_pdl{false};
+std::atomic<bool> g_vector_ops{true};
 }  // namespace
 void setPdlEnabled(bool on) { g_pdl.store(on, std::memory_order_relaxed); }
+void setVectorOpsEnabled(bool on) { g_vector_ops.store(on, std::memory_order_relaxed); }
 bool pdlEnabled() { return g_pdl.load(std::memory_order_relaxed); }
 
 cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
@@ -297,10 +407,33 @@ cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_re
                     int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out,
                     cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
+  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  // The vector kernel: 4 features per float4, up to 8 float4 per thread of up to 256.
+  const int64_t n4 = cols / 4;
+  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
+  const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
+  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && cols % 4 == 0 && per_thread >= 1 && per_thread <= 8 && ld_x % 4 == 0 && ld_out % 4 == 0 &&
+                   (residual == nullptr || (ld_res % 4 == 0 && aligned16(residual))) && aligned16(x) &&
+                   aligned16(w) && reinterpret_cast<uintptr_t>(out) % 8 == 0 &&
+                   (out_dtype != DType::kF32 || aligned16(out));
   return launched(withElementType(out_dtype, [&](auto tag) {
     using TO = decltype(tag);
+    TO* o = static_cast<TO*>(out);
+    const int c = static_cast<int>(cols);
+    if (vec && per_thread == 1)
+      return launchPdl(rmsNormVecKernel<TO, 1>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
+                       ld_out);
+    if (vec && per_thread == 2)
+      return launchPdl(rmsNormVecKernel<TO, 2>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
+                       ld_out);
+    if (vec && per_thread <= 4)
+      return launchPdl(rmsNormVecKernel<TO, 4>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
+                       ld_out);
+    if (vec)
+      return launchPdl(rmsNormVecKernel<TO, 8>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
+                       ld_out);
     return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
-                     cols, static_cast<TO*>(out), ld_out);
+                     cols, o, ld_out);
   }));
 }
 
@@ -363,6 +496,18 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
   const int t = threadsFor(g.num_kv_heads * g.head_dim > a.q_heads * a.half ? g.num_kv_heads * g.head_dim
                                                                             : a.q_heads * a.half);
   const size_t smem = static_cast<size_t>(2 * a.half) * sizeof(float);
+  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && a.half % 4 == 0 && g.head_dim % 4 == 0 && a.ld_q % 4 == 0 && a.ld_k % 4 == 0 &&
+                   a.ld_v % 4 == 0 && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
+                   reinterpret_cast<uintptr_t>(pool) % 16 == 0 && g.elems_per_block % 4 == 0;
+  if (vec) {
+    const int64_t items = std::max(a.q_heads * a.half, g.num_kv_heads * g.head_dim) / 4;
+    const int tv = items > 128 ? 256 : 128;
+    return launched(withElementType(kv_dtype, [&](auto tag) {
+      using T = decltype(tag);
+      return launchPdl(ropeWriteKvVecKernel<T>, a.rows, tv, smem, stream, static_cast<T*>(pool), g, a);
+    }));
+  }
   return launched(withElementType(kv_dtype, [&](auto tag) {
     using T = decltype(tag);
     return launchPdl(ropeWriteKvKernel<T>, a.rows, t, smem, stream, static_cast<T*>(pool), g, a);

@@ -61,6 +61,16 @@ __device__ __forceinline__ void store8(H* p, const float4& a, const float4& b) {
   *reinterpret_cast<uint4*>(p) = v;
 }
 
+// Four consecutive features from a float4: one 16-byte (float32) or 8-byte (16-bit) store.
+__device__ __forceinline__ void store4(float* p, const float4& a) { *reinterpret_cast<float4*>(p) = a; }
+template <typename H>
+__device__ __forceinline__ void store4(H* p, const float4& a) {
+  uint2 v;
+  v.x = floatsToPair(a.x, a.y, p);
+  v.y = floatsToPair(a.z, a.w, p);
+  *reinterpret_cast<uint2*>(p) = v;
+}
+
 // Calls f(T{}) with T the element type of `dt` (float, __nv_bfloat16 or __half) and returns its
 // result; cudaErrorInvalidValue for any other dtype.
 template <typename F>
