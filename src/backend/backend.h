@@ -125,7 +125,7 @@ class Backend {
   // view's data is null).
   virtual TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) = 0;
   // The dtype the model may use for the inputs of its products and what feeds
-  // them: normed rows (rmsNorm/addRmsNorm out), siluMul in/out, attention out and
+  // them: normed rows (rmsNorm out), siluMul in/out, attention out and
   // linear in/out. The residual stream, q/k/v, logits and every other operand stay
   // F32. The CPU reference is F32 throughout; the CUDA backend uses BF16 with bf16
   // weights (what the tensor cores read), halving that traffic.
@@ -185,13 +185,12 @@ class Backend {
   virtual void embedding(const TensorView& table, TensorView out) = 0;
   // out = x / rms(x) * weight, per row
   virtual void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) = 0;
-  // residual += x; out = rmsNorm(residual)
-  virtual void addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
-                          TensorView out) = 0;
   // out = x W^T (+ bias); x [n, in], W [out, in], out [n, out]
   virtual void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) = 0;
-  // x += y
-  virtual void add(TensorView x, const TensorView& y) = 0;
+  // residual += x W^T (+ bias); residual F32 [n, out]. What linear into a temporary and add do,
+  // without the temporary where the backend can add in the product (the CUDA backend does).
+  virtual void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias,
+                         TensorView residual) = 0;
   // out[i, :] = src[logit_rows[i], :] for the step's logits rows
   virtual void gatherLogitRows(const TensorView& src, TensorView out) = 0;
   // gate_up [n, 2*i] = [gate | up] -> out [n, i] = silu(gate) * up

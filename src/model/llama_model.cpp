@@ -114,11 +114,11 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
 }
 
 DType LlamaModel::slotDtype(int slot) const {
-  // Slots 1 (normed input), 3 (attention output), 4 (gate|up), 5 (SiLU·mul) and 8 (final norm)
-  // only feed products: the backend's activation dtype. The residual stream (0, 6, 7), q/k/v
-  // (2, rotated and attended in float32) and the logits (9) stay F32.
+  // Slots 1 (normed input), 3 (attention output), 4 (gate|up), 5 (SiLU·mul) and 7 (final norm)
+  // only feed products: the backend's activation dtype. The residual stream (0, 6), q/k/v
+  // (2, rotated and attended in float32) and the logits (8) stay F32.
   switch (slot) {
-    case 1: case 3: case 4: case 5: case 8: return backend_.activationDtype();
+    case 1: case 3: case 4: case 5: case 7: return backend_.activationDtype();
     default: return DType::kF32;
   }
 }
@@ -136,8 +136,8 @@ Status LlamaModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows
   // Decode steps are padded up to kMaxRecordedBatch rows, and each row has logits.
   const int64_t T = std::max(max_tokens, kMaxRecordedBatch), R = std::max(max_logit_rows, kMaxRecordedBatch);
   const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
-  const std::pair<int64_t, int64_t> shapes[] = {{T, H},      {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, 2 * I},
-                                                {T, I},      {T, H}, {R, H},          {R, H}, {R, c.vocab_size}};
+  const std::pair<int64_t, int64_t> shapes[] = {{T, H}, {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, 2 * I},
+                                                {T, I}, {R, H}, {R, H},          {R, c.vocab_size}};
   for (int slot = 0; slot < static_cast<int>(std::size(shapes)); ++slot)
     if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second, slotDtype(slot)).data == nullptr)
       return resourceExhausted("cannot allocate activation buffer " + std::to_string(slot) + " [" +
@@ -222,7 +222,7 @@ Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
     run(T, R);
   const int64_t real_rows = R - (padded - T);
   if (real_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, c.vocab_size});
-  TensorView logits = backend_.scratch(9, R, c.vocab_size);
+  TensorView logits = backend_.scratch(8, R, c.vocab_size);
   logits.shape = Shape{real_rows, c.vocab_size};
   return logits;
 }
@@ -237,16 +237,15 @@ void LlamaModel::run(int64_t T, int64_t R) {
   TensorView attn_out = buf(3, T, Q);
   TensorView gate_up = buf(4, T, 2 * I);
   TensorView act = buf(5, T, I);
-  TensorView tmp = buf(6, T, H);
-  TensorView last = buf(7, R, H);
-  TensorView last_norm = buf(8, R, H);
-  TensorView logits = buf(9, R, c.vocab_size);
+  TensorView last = buf(6, R, H);
+  TensorView last_norm = buf(7, R, H);
+  TensorView logits = buf(8, R, c.vocab_size);
   TensorView q = columns(qkv, 0, Q), k = columns(qkv, Q, KV), v = columns(qkv, Q + KV, KV);
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = static_cast<float>(c.rms_norm_eps);
 
-  // Residual stream x; h the normed input of each block. The residual add of
-  // each block is fused with the norm that follows it.
+  // Residual stream x; h the normed input of each block. The o and down products add
+  // their output to x (linearAdd: on CUDA inside the product, no temporary).
   backend_.embedding(embed_, x);
   backend_.rmsNorm(x, layers_[0].input_norm, eps, h);
   for (size_t li = 0; li < layers_.size(); ++li) {
@@ -255,15 +254,12 @@ void LlamaModel::run(int64_t T, int64_t R) {
     backend_.linear(h, L.qkv_w, L.qkv_b.data ? &L.qkv_b : nullptr, qkv);
     backend_.ropeWriteKv(layer, q, k, v, c.head_dim);
     backend_.attention(layer, q, c.num_attention_heads, L.sliding_window.value_or(0), scale, attn_out);
-    backend_.linear(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, tmp);
-    backend_.addRmsNorm(x, tmp, L.post_norm, eps, h);
+    backend_.linearAdd(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, x);
+    backend_.rmsNorm(x, L.post_norm, eps, h);
     backend_.linear(h, L.gate_up_w, L.gate_up_b.data ? &L.gate_up_b : nullptr, gate_up);
     backend_.siluMul(gate_up, act);
-    backend_.linear(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, tmp);
-    if (li + 1 < layers_.size())
-      backend_.addRmsNorm(x, tmp, layers_[li + 1].input_norm, eps, h);
-    else
-      backend_.add(x, tmp);
+    backend_.linearAdd(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, x);
+    if (li + 1 < layers_.size()) backend_.rmsNorm(x, layers_[li + 1].input_norm, eps, h);
   }
   if (R == 0) return;
   backend_.gatherLogitRows(x, last);

@@ -302,13 +302,12 @@ TEST_P(BackendOps, Embedding) {
   }
 }
 
-TEST_P(BackendOps, RmsNormAndAddRmsNorm) {
+TEST_P(BackendOps, RmsNorm) {
   for (int64_t rows : {1, 7, 33}) {
     // 8, 1028, 4096 and 8192 take the float4 kernel (1 to 8 float4 per thread), 77 and 4099 the scalar one.
     for (int64_t cols : {8, 77, 1028, 4096, 4099, 8192}) {
       const std::string what = std::to_string(rows) + "x" + std::to_string(cols);
       std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_, 3.0f);
-      std::vector<float> res = randomVec(static_cast<size_t>(rows * cols), rng_);
       std::vector<float> w = randomVec(static_cast<size_t>(cols), rng_);
       auto [wc, wg] = weight(w, Shape{cols});
       auto [xc, xg] = put(0, rows, cols, x);
@@ -316,13 +315,7 @@ TEST_P(BackendOps, RmsNormAndAddRmsNorm) {
       cpu_->rmsNorm(xc, wc, 1e-5f, oc);
       gpu_->rmsNorm(xg, wg, 1e-5f, og);
       expectClose(get(*gpu_, og), get(*cpu_, oc), 2e-6, 1e-4, "rmsNorm " + what);
-
-      auto [rc, rg] = put(2, rows, cols, res);
-      auto [o2c, o2g] = put(3, rows, cols, {});
-      cpu_->addRmsNorm(rc, xc, wc, 1e-6f, o2c);
-      gpu_->addRmsNorm(rg, xg, wg, 1e-6f, o2g);
-      expectClose(get(*gpu_, rg), get(*cpu_, rc), 0.0, 0.0, "addRmsNorm residual " + what);
-      expectClose(get(*gpu_, o2g), get(*cpu_, o2c), 2e-6, 1e-4, "addRmsNorm out " + what);
+      expectClose(get(*gpu_, xg), x, 0.0, 0.0, "rmsNorm input " + what);
     }
   }
 }
@@ -353,17 +346,27 @@ TEST_P(BackendOps, Linear) {
     cpu_->linear(xc, wc, c.bias ? &bc : nullptr, oc);
     gpu_->linear(xg, wg, c.bias ? &bg : nullptr, og);
     expectClose(get(*gpu_, og), get(*cpu_, oc), 1e-5, 1e-4, "linear " + what);
+
+    // linearAdd: the product added to a float32 residual (the o and down products' use), here a
+    // column slice too; the columns beside it stay untouched.
+    const std::vector<float> res = randomVec(static_cast<size_t>(c.m * (c.n + 3)), rng_, 4.0f);
+    auto [rc_full, rg_full] = put(2, c.m, c.n + 3, res);
+    TensorView rc = columns(rc_full, 1, c.n), rg = columns(rg_full, 1, c.n);
+    cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, rc);
+    gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, rg);
+    const std::vector<float> got = get(*gpu_, rg_full), want = get(*cpu_, rc_full);
+    expectClose(got, want, 1e-5, 1e-4, "linearAdd " + what);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t j : {int64_t{0}, c.n + 1, c.n + 2}) {
+        const size_t i = static_cast<size_t>(r * (c.n + 3) + j);
+        EXPECT_EQ(got[i], res[i]) << "linearAdd wrote outside its columns: " << what;
+      }
   }
 }
 
-TEST_P(BackendOps, AddGatherSiluMul) {
+TEST_P(BackendOps, GatherSiluMul) {
   const int64_t rows = 13, cols = 333;
   auto [xc, xg] = put(0, rows, cols, randomVec(static_cast<size_t>(rows * cols), rng_));
-  auto [yc, yg] = put(1, rows, cols, randomVec(static_cast<size_t>(rows * cols), rng_));
-  cpu_->add(xc, yc);
-  gpu_->add(xg, yg);
-  expectClose(get(*gpu_, xg), get(*cpu_, xc), 0.0, 0.0, "add");
-
   std::vector<int64_t> idx{12, 0, 5, 5, 7};
   auto [gc, gg] = put(2, static_cast<int64_t>(idx.size()), cols, {});
   beginPlain(rows, {}, idx);
@@ -660,18 +663,12 @@ TEST_P(BackendOps, HalfActivations) {
     for (int64_t cols : {64, 4104}) {
       const std::string what = std::to_string(rows) + "x" + std::to_string(cols);
       std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_, 3.0f);
-      std::vector<float> res = randomVec(static_cast<size_t>(rows * cols), rng_);
       auto [wc, wg] = weight(randomVec(static_cast<size_t>(cols), rng_), Shape{cols});
       auto [xc, xg] = put(0, rows, cols, x);
       auto [oc, og] = put(1, rows, cols, {}, kB);
       cpu_->rmsNorm(xc, wc, 1e-5f, oc);
       gpu_->rmsNorm(xg, wg, 1e-5f, og);
       expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "rmsNorm -> " + B + " " + what, step);
-      auto [rc, rg] = put(2, rows, cols, res);
-      cpu_->addRmsNorm(rc, xc, wc, 1e-6f, oc);
-      gpu_->addRmsNorm(rg, xg, wg, 1e-6f, og);
-      expectClose(get(*gpu_, rg), get(*cpu_, rc), 0.0, 0.0, "addRmsNorm residual " + what);
-      expectClose(get(*gpu_, og), get(*cpu_, oc), 3e-3, 2e-2, "addRmsNorm -> " + B + " " + what, step);
     }
   }
   struct Case {
@@ -713,11 +710,12 @@ TEST_P(BackendOps, HalfActivations) {
   // An operand of another dtype fails the backend with a message naming the op.
   const int64_t cols = 173;
   TensorView bad = gpu_->scratch(6, rows, cols, kB);
-  gpu_->add(bad, bad);
+  auto [nwc, nwg] = weight(randomVec(static_cast<size_t>(cols * cols), rng_), Shape{cols, cols});
+  gpu_->linearAdd(gpu_->scratch(5, rows, cols, kB), nwg, nullptr, bad);  // the residual must be float32
   std::vector<float> sink(static_cast<size_t>(rows * cols));
   const Status st = gpu_->copyToHost(gpu_->scratch(4, rows, cols), sink.data());
   EXPECT_FALSE(st.isOk());
-  EXPECT_NE(st.toString().find("add x"), std::string::npos) << st.toString();
+  EXPECT_NE(st.toString().find("linearAdd residual"), std::string::npos) << st.toString();
 }
 
 // A recorded step (CUDA graph) replayed with new step inputs computes what the
@@ -792,19 +790,18 @@ TEST_P(BackendOps, FailedRecordingRunsTheStepOpByOp) {
   if (!gpu_->canRecord()) GTEST_SKIP() << "recording disabled (LLMRT_CUDA_DISABLE)";
   const int64_t rows = 3, cols = 4099;
   beginPlain(rows);
-  std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_);
-  std::vector<float> y = randomVec(static_cast<size_t>(rows * cols), rng_);
-  auto [xc, xg] = put(0, rows, cols, x);
-  auto [yc, yg] = put(1, rows, cols, y);
-  cpu_->add(xc, yc);
+  auto [wc, wg] = weight(randomVec(static_cast<size_t>(cols), rng_), Shape{cols});
+  auto [xc, xg] = put(0, rows, cols, randomVec(static_cast<size_t>(rows * cols), rng_));
+  auto [yc, yg] = put(1, rows, cols, {});
+  cpu_->rmsNorm(xc, wc, 1e-5f, yc);
   TensorView grown;
   gpu_->recordOrReplay(7, [&] {
     grown = gpu_->scratch(11, rows, cols);  // slot 11 is new: it must be allocated
-    gpu_->add(xg, yg);
+    gpu_->rmsNorm(xg, wg, 1e-5f, yg);
   });
   EXPECT_FALSE(gpu_->canRecord());
   ASSERT_NE(grown.data, nullptr);
-  expectClose(get(*gpu_, xg), get(*cpu_, xc), 0.0, 0.0, "add after a failed recording");
+  expectClose(get(*gpu_, yg), get(*cpu_, yc), 2e-6, 1e-4, "rmsNorm after a failed recording");
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, BackendOps,

@@ -58,13 +58,12 @@ class ReferenceSamplingBackend final : public Backend {
   Status beginStep(const StepInputs& in) override { return cpu_.beginStep(in); }
   void embedding(const TensorView& t, TensorView o) override { cpu_.embedding(t, o); }
   void rmsNorm(const TensorView& x, const TensorView& w, float e, TensorView o) override { cpu_.rmsNorm(x, w, e, o); }
-  void addRmsNorm(TensorView r, const TensorView& x, const TensorView& w, float e, TensorView o) override {
-    cpu_.addRmsNorm(r, x, w, e, o);
-  }
   void linear(const TensorView& x, const TensorView& w, const TensorView* b, TensorView o) override {
     cpu_.linear(x, w, b, o);
   }
-  void add(TensorView x, const TensorView& y) override { cpu_.add(x, y); }
+  void linearAdd(const TensorView& x, const TensorView& w, const TensorView* b, TensorView r) override {
+    cpu_.linearAdd(x, w, b, r);
+  }
   void gatherLogitRows(const TensorView& s, TensorView o) override { cpu_.gatherLogitRows(s, o); }
   void siluMul(const TensorView& g, TensorView o) override { cpu_.siluMul(g, o); }
   void ropeWriteKv(int64_t l, TensorView q, TensorView k, const TensorView& v, int64_t hd) override {

@@ -38,10 +38,8 @@ class CpuBackend final : public Backend {
   Status beginStep(const StepInputs& inputs) override;
   void embedding(const TensorView& table, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
-  void addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
-                  TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
-  void add(TensorView x, const TensorView& y) override;
+  void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView residual) override;
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
@@ -82,6 +80,7 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> weights_;  // owned converted weights
   uint64_t weight_bytes_ = 0;
   std::vector<std::vector<float>> scratch_;
+  std::vector<float> linear_add_tmp_;  // linearAdd's product
   KvPoolGeometry geometry_;
   int64_t secondary_blocks_ = 0;
   LazyBuffer primary_;

@@ -95,23 +95,6 @@ void CpuBackend::rmsNorm(const TensorView& x, const TensorView& weight, float ep
   }, 4);
 }
 
-void CpuBackend::addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
-                            TensorView out) {
-  add(residual, x);
-  rmsNorm(residual, weight, eps, out);
-}
-
-void CpuBackend::add(TensorView x, const TensorView& y) {
-  const int64_t n = cols(x);
-  pool_.parallelFor(rows(x), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      float* xr = x.as<float>() + r * rowStride(x);
-      const float* yr = y.as<const float>() + r * rowStride(y);
-      for (int64_t i = 0; i < n; ++i) xr[i] += yr[i];
-    }
-  }, 8);
-}
-
 void CpuBackend::gatherLogitRows(const TensorView& src, TensorView out) {
   const std::vector<int64_t>& rows_idx = step_.logit_rows;
   const int64_t n = cols(src);
@@ -135,6 +118,21 @@ void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorVi
       for (int64_t i = 0; i < n; ++i) o[i] += bv[i];
     }
   }
+}
+
+void CpuBackend::linearAdd(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView residual) {
+  // The product (bias included) into a temporary, then added: residual + (x W^T + bias).
+  const int64_t m = rows(x), n = w.shape[0];
+  linear_add_tmp_.resize(static_cast<size_t>(m * n));
+  TensorView tmp{linear_add_tmp_.data(), DType::kF32, Shape{m, n}};
+  linear(x, w, bias, tmp);
+  pool_.parallelFor(m, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float* out = residual.as<float>() + r * rowStride(residual);
+      const float* add = linear_add_tmp_.data() + r * n;
+      for (int64_t i = 0; i < n; ++i) out[i] += add[i];
+    }
+  }, 8);
 }
 
 void CpuBackend::siluMul(const TensorView& gate_up, TensorView out) {

@@ -100,10 +100,8 @@ class CudaBackend final : public Backend {
 
   void embedding(const TensorView& table, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
-  void addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
-                  TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
-  void add(TensorView x, const TensorView& y) override;
+  void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView residual) override;
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
@@ -132,6 +130,9 @@ class CudaBackend final : public Backend {
   const Status& error() const { return error_; }
 
  private:
+  // linear (accumulate false) and linearAdd (true: out += x W^T (+ bias)).
+  void product(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out,
+               bool accumulate);
   // A device (or pinned host) allocation that grows on demand.
   struct Buffer {
     void* ptr = nullptr;

@@ -174,26 +174,8 @@ void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float e
   if (!checkDtypes("rmsNorm", x, DType::kF32) || !checkDtypes("rmsNorm weight", weight, DType::kF32) ||
       !checkActivation("rmsNorm out", out))
     return;
-  LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), nullptr, 0, f32(weight), eps, rows(x), cols(x), out.data,
-                                    out.dtype, ld(out), stream_));
-}
-
-void CudaBackend::addRmsNorm(TensorView residual, const TensorView& x, const TensorView& weight, float eps,
-                             TensorView out) {
-  if (failed()) return;
-  OpScope scope(this, [&] { return std::string("addRmsNorm"); });
-  if (!checkDtypes("addRmsNorm residual", residual, DType::kF32) || !checkDtypes("addRmsNorm x", x, DType::kF32) ||
-      !checkDtypes("addRmsNorm weight", weight, DType::kF32) || !checkActivation("addRmsNorm out", out))
-    return;
-  LLMRT_CUDA_OP_CHECK(cuda::rmsNorm(f32(x), ld(x), f32(residual), ld(residual), f32(weight), eps, rows(x),
-                                    cols(x), out.data, out.dtype, ld(out), stream_));
-}
-
-void CudaBackend::add(TensorView x, const TensorView& y) {
-  if (failed()) return;
-  OpScope scope(this, [&] { return std::string("add"); });
-  if (!checkDtypes("add x", x, DType::kF32) || !checkDtypes("add y", y, DType::kF32)) return;
-  LLMRT_CUDA_OP_CHECK(cuda::add(f32(x), ld(x), f32(y), ld(y), rows(x), cols(x), stream_));
+  LLMRT_CUDA_OP_CHECK(
+      cuda::rmsNorm(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), out.data, out.dtype, ld(out), stream_));
 }
 
 void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
@@ -215,6 +197,21 @@ void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
 }
 
 void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
+  product(x, w, bias, out, false);
+}
+
+void CudaBackend::linearAdd(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView residual) {
+  if (failed()) return;
+  if (!checkDtypes("linearAdd residual", residual, DType::kF32)) return;
+  product(x, w, bias, residual, true);
+}
+
+// The residual add rides in the product: cuBLAS's beta = 1 (out = x W^T + out, one rounding of
+// the float32 sum, as a product into a temporary followed by an add), the matrix-vector kernel's
+// store. With a bias, (out + x W^T) + bias instead of out + (x W^T + bias): no Llama-family model
+// has a bias on the products whose output is added to the residual (o, down).
+void CudaBackend::product(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out,
+                          bool accumulate) {
   if (failed()) return;
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
   assert(w.shape[1] == k && cols(out) == n);
@@ -237,8 +234,8 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
       return;
     LLMRT_CUBLAS_OP_CHECK(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n),
                                       static_cast<int>(m), static_cast<int>(k), &one, f32(w),
-                                      static_cast<int>(k), f32(x), static_cast<int>(ld(x)), &zero, f32(out),
-                                      static_cast<int>(ld(out))));
+                                      static_cast<int>(k), f32(x), static_cast<int>(ld(x)),
+                                      accumulate ? &one : &zero, f32(out), static_cast<int>(ld(out))));
   } else if (half_w) {
     // A 16-bit x or out must be of the weights' type (the products take one operand type).
     if ((x.dtype != DType::kF32 && !checkDtypes("linear x", x, w.dtype)) ||
@@ -247,7 +244,7 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
     if (gemv) {
       // Decode-sized: the bandwidth-bound kernel, bias included.
       LLMRT_CUDA_OP_CHECK(cuda::gemv(x.data, x.dtype, ld(x), w.data, w.dtype, m, k, n, bias_ptr, out.data,
-                                     out.dtype, ld(out), stream_));
+                                     out.dtype, ld(out), accumulate, stream_));
       return;
     }
     // 16-bit x 16-bit (the weights' type, H) with fp32 accumulation. A float32 x is rounded to H
@@ -274,15 +271,14 @@ void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorV
     // A plan per shape (cuBLASLt); cublasGemmEx where cuBLASLt has no algorithm for it.
     for (const void* part : {xb, static_cast<const void*>(x_lo)}) {
       if (part == nullptr) break;
-      const bool accumulate = part != xb;
+      const bool add = accumulate || part != xb;  // (the lo part adds to the hi part's product)
       const cublasStatus_t lt = lt_.run(in_type, w.data, part, ldxb, out.data, out_type, m, n, k, ld(out),
-                                        cublas_ws_.ptr, cublas_ws_.bytes, stream_, accumulate);
+                                        cublas_ws_.ptr, cublas_ws_.bytes, stream_, add);
       if (lt != CUBLAS_STATUS_SUCCESS) {
         LLMRT_CUBLAS_OP_CHECK(cublasGemmEx(
             cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &one,
-            w.data, in_type, static_cast<int>(k), part, in_type, static_cast<int>(ldxb),
-            accumulate ? &one : &zero, out.data, out_type, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F,
-            CUBLAS_GEMM_DEFAULT));
+            w.data, in_type, static_cast<int>(k), part, in_type, static_cast<int>(ldxb), add ? &one : &zero,
+            out.data, out_type, static_cast<int>(ld(out)), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       }
     }
   } else {

@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
                                                           const W* __restrict__ w, int64_t k,
                                                           int64_t n, const float* __restrict__ bias,
                                                           void* __restrict__ out, bool out_half, int64_t ld_out,
-                                                          int prefetch) {
+                                                          bool accumulate, int prefetch) {
   const int lane = threadIdx.x % 32;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
   const uint4* rows[R];
@@ -121,16 +121,19 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
     for (int r = 0; r < R; ++r)
       if (lane == (m * R + r) % 32 && n0 + r < n) {
         const float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
-        if (out_half)
+        if (out_half) {
           storeFloat(static_cast<W*>(out) + m * ld_out + n0 + r, v);
-        else
-          static_cast<float*>(out)[m * ld_out + n0 + r] = v;
+        } else {
+          float* o = static_cast<float*>(out) + m * ld_out + n0 + r;
+          *o = accumulate ? *o + v : v;
+        }
       }
 }
 
 template <int M, int R, typename W, int U = (M <= 2 ? 4 : 2)>
 cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t k, int64_t n,
-                   const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+                   const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
+                   cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
   const auto* wb = static_cast<const W*>(w);
@@ -139,29 +142,30 @@ cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, in
   const int prefetch = pdlEnabled() ? static_cast<int>(std::min<int64_t>(8, (int64_t{16} << 20) / (n * 512))) : 0;
   if (x_dtype != DType::kF32)
     return launchPdl(gemvKernel<M, R, U, W, W>, blocks, kWarps * 32, 0, stream, static_cast<const W*>(x), ld_x, wb,
-                     k, n, bias, out, out_half, ld_out, prefetch);
+                     k, n, bias, out, out_half, ld_out, accumulate, prefetch);
   return launchPdl(gemvKernel<M, R, U, W, float>, blocks, kWarps * 32, 0, stream, static_cast<const float*>(x), ld_x,
-                   wb, k, n, bias, out, out_half, ld_out, prefetch);
+                   wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch);
 }
 
 template <typename W>
 cudaError_t launchFor(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
-                      const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+                      const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
+                      cudaStream_t stream) {
   // More rows of W per warp as m grows: x is re-read from L1 once per row group.
   // One row per warp where W has few rows (q/k/v, o, down: 4096-6144), so twice the warps
   // keep loads in flight; two rows per warp for the wide ones (gate/up, lm_head).
   const bool narrow = n <= 16384;
   switch (m) {
-    case 1: return narrow ? launch<1, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
-                          : launch<1, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 2: return narrow ? launch<2, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream)
-                          : launch<2, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 3: return launch<3, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 4: return launch<4, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 5: return launch<5, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 6: return launch<6, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    case 7: return launch<7, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
-    default: return launch<8, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, stream);
+    case 1: return narrow ? launch<1, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream)
+                          : launch<1, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 2: return narrow ? launch<2, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream)
+                          : launch<2, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 3: return launch<3, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 4: return launch<4, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 5: return launch<5, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 6: return launch<6, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 7: return launch<7, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    default: return launch<8, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
   }
 }
 
@@ -175,13 +179,16 @@ bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_
 }
 
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
-                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
+                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
+                 cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
-      (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype))
+      (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype) ||
+      (accumulate && out_dtype != DType::kF32))
     return cudaErrorInvalidValue;
   return withHalfType(w_dtype, [&](auto tag) { return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias,
-                                                                               out, out_dtype, ld_out, stream); });
+                                                                               out, out_dtype, ld_out, accumulate,
+                                                                               stream); });
 }
 
 }  // namespace llmrt::cuda

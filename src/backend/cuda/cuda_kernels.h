@@ -20,13 +20,9 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
 // rmsNorm and ropeWriteKv take their float4 kernels where sizes and alignment allow (on by
 // default; off for same-call comparisons: LLMRT_CUDA_DISABLE=vecops).
 void setVectorOpsEnabled(bool on);
-// With `residual` null: out = rmsNorm(x) * w. Otherwise residual += x; out = rmsNorm(residual) * w.
-// out is F32, BF16 or F16 (`out_dtype`); the rest float32.
-cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
-                    int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
-// x += y
-cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
-                cudaStream_t stream);
+// out = rmsNorm(x) * w per row; out is F32, BF16 or F16 (`out_dtype`); the rest float32.
+cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols, void* out,
+                    DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // out[r, :] += bias (out F32, BF16 or F16)
 cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream);
@@ -198,12 +194,14 @@ size_t sampleGroupBytes(int64_t rows, int ctas);
 bool sampleCompactApplies(const RowSampling* rows, int64_t n, int64_t vocab);
 size_t sampleCompactBytes(int64_t rows);
 
-// out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) for W in BF16 or F16 (w_dtype) and m <= kGemvMaxRows: a
+// out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) (with `accumulate`: out += that, out F32) for W in BF16 or
+// F16 (w_dtype) and m <= kGemvMaxRows: a
 // bandwidth-bound matrix-vector kernel reading x (F32 or w_dtype) directly; out F32 or w_dtype. Requires
 // k % 8 == 0 and 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
 constexpr int64_t kGemvMaxRows = 8;
 bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k);
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
-                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
+                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
+                 cudaStream_t stream);
 
 }  // namespace llmrt::cuda

@@ -45,42 +45,31 @@ __device__ float blockSum(float v, float* red) {
 }
 
 template <typename TO>
-__global__ void rmsNormKernel(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w,
-                              float eps, int64_t cols, TO* out, int64_t ld_out) {
+__global__ void rmsNormKernel(const float* x, int64_t ld_x, const float* w, float eps, int64_t cols, TO* out,
+                              int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * ld_x;
-  float* res = residual ? residual + r * ld_res : nullptr;
   float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-    float v = xr[i];
-    if (res) {
-      v += res[i];
-      res[i] = v;
-    }
-    ss += v * v;
-  }
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
   ss = blockSum(ss, red);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
-  const float* src = res ? res : xr;  // each thread re-reads only what it wrote
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
-    storeFloat(out + r * ld_out + i, w[i] * (src[i] * inv));
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) storeFloat(out + r * ld_out + i, w[i] * (xr[i] * inv));
 }
 
-// rmsNormKernel for rows of up to 4 * V * blockDim.x features with cols, the row strides and
+// rmsNormKernel for rows of up to 4 * V * blockDim.x features with cols, the row stride and
 // the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in registers
-// between the sum of squares and the scaling (one read of x and residual, one write of each output).
+// between the sum of squares and the scaling (one read of x, one write of the output).
 template <typename TO, int V>
-__global__ void rmsNormVecKernel(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w,
-                                 float eps, int cols, TO* out, int64_t ld_out) {
+__global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, TO* out,
+                                 int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
-  float4* res = residual ? reinterpret_cast<float4*>(residual + r * ld_res) : nullptr;
   const int n4 = cols / 4;
   float4 v[V];
   float ss = 0.0f;
@@ -89,11 +78,6 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, float* residual, 
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= n4) break;
     v[j] = xr[i];
-    if (res) {
-      const float4 b = res[i];
-      v[j] = make_float4(v[j].x + b.x, v[j].y + b.y, v[j].z + b.z, v[j].w + b.w);
-      res[i] = v[j];
-    }
     ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
   }
   ss = blockSum(ss, red);
@@ -111,14 +95,6 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, float* residual, 
 
 // Element-wise kernels: blockIdx.y is the row, blockIdx.x * blockDim.x + threadIdx.x the column
 // (no 64-bit divisions on the way).
-__global__ void addKernel(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols) {
-  pdlWait();
-  pdlLaunchDependents();
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c < cols)
-    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) x[r * ld_x + c] += y[r * ld_y + c];
-}
-
 template <typename T>
 __global__ void addBiasKernel(T* out, int64_t ld_out, const float* bias, int64_t rows, int64_t cols) {
   pdlWait();
@@ -403,45 +379,30 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
   }));
 }
 
-cudaError_t rmsNorm(const float* x, int64_t ld_x, float* residual, int64_t ld_res, const float* w, float eps,
-                    int64_t rows, int64_t cols, void* out, DType out_dtype, int64_t ld_out,
-                    cudaStream_t stream) {
+cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols, void* out,
+                    DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   // The vector kernel: 4 features per float4, up to 8 float4 per thread of up to 256.
   const int64_t n4 = cols / 4;
   const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
   const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
-  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && cols % 4 == 0 && per_thread >= 1 && per_thread <= 8 && ld_x % 4 == 0 && ld_out % 4 == 0 &&
-                   (residual == nullptr || (ld_res % 4 == 0 && aligned16(residual))) && aligned16(x) &&
-                   aligned16(w) && reinterpret_cast<uintptr_t>(out) % 8 == 0 &&
-                   (out_dtype != DType::kF32 || aligned16(out));
+  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && cols % 4 == 0 && per_thread >= 1 &&
+                   per_thread <= 8 && ld_x % 4 == 0 && ld_out % 4 == 0 && aligned16(x) && aligned16(w) &&
+                   reinterpret_cast<uintptr_t>(out) % 8 == 0 && (out_dtype != DType::kF32 || aligned16(out));
   return launched(withElementType(out_dtype, [&](auto tag) {
     using TO = decltype(tag);
     TO* o = static_cast<TO*>(out);
     const int c = static_cast<int>(cols);
     if (vec && per_thread == 1)
-      return launchPdl(rmsNormVecKernel<TO, 1>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
-                       ld_out);
+      return launchPdl(rmsNormVecKernel<TO, 1>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
     if (vec && per_thread == 2)
-      return launchPdl(rmsNormVecKernel<TO, 2>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
-                       ld_out);
+      return launchPdl(rmsNormVecKernel<TO, 2>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
     if (vec && per_thread <= 4)
-      return launchPdl(rmsNormVecKernel<TO, 4>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
-                       ld_out);
-    if (vec)
-      return launchPdl(rmsNormVecKernel<TO, 8>, rows, threads, 0, stream, x, ld_x, residual, ld_res, w, eps, c, o,
-                       ld_out);
-    return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, residual, ld_res, w, eps,
-                     cols, o, ld_out);
+      return launchPdl(rmsNormVecKernel<TO, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
+    if (vec) return launchPdl(rmsNormVecKernel<TO, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
+    return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, w, eps, cols, o, ld_out);
   }));
-}
-
-cudaError_t add(float* x, int64_t ld_x, const float* y, int64_t ld_y, int64_t rows, int64_t cols,
-                cudaStream_t stream) {
-  if (rows * cols == 0) return cudaSuccess;
-  launchPdl(addKernel, grid2(rows, cols), kThreads, 0, stream, x, ld_x, y, ld_y, rows, cols);
-  return cudaGetLastError();
 }
 
 cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
