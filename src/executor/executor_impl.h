@@ -134,6 +134,8 @@ struct Executor::Impl {
   // Collects the oldest launched step and handles its results (tokens, finishes, responses);
   // returns the tokens accepted. A failed collection fails every request.
   int32_t handleOldestStep();
+  // Handles every launched step, oldest first; returns the tokens they sampled.
+  int32_t drainInFlight();
   // After a failed step: drops the launched steps and fails every active request.
   void failEverything(const Status& error);
   // Whether a sequence's pending tokens certainly end it (length), so it is not scheduled again.

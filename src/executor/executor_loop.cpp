@@ -260,6 +260,12 @@ void Executor::Impl::failEverything(const Status& error) {
   retireFinished();
 }
 
+int32_t Executor::Impl::drainInFlight() {
+  int32_t sampled = 0;
+  while (!in_flight.empty()) sampled += handleOldestStep();
+  return sampled;
+}
+
 int32_t Executor::Impl::handleOldestStep() {
   detail::InFlightStep f = std::move(in_flight.front());
   in_flight.pop_front();
@@ -347,7 +353,7 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
   });
   if (!any_alive) {
     const bool handled = !in_flight.empty();  // (only finished, e.g. cancelled, sequences are left in them)
-    while (!in_flight.empty()) sampled += handleOldestStep();
+    sampled += drainInFlight();
     retireFinished();
     publishStats(nullptr, sampled);
     return handled;
@@ -408,7 +414,7 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
   if (plan.empty()) {
     // Nothing to launch: the launched steps' results are what comes next.
     const bool progressed = !plan.failed.empty() || !in_flight.empty();
-    while (!in_flight.empty()) sampled += handleOldestStep();
+    sampled += drainInFlight();
     retireFinished();
     publishStats(nullptr, sampled);
     return progressed;
@@ -519,7 +525,7 @@ void Executor::Impl::run() {
   // Shutdown: launched steps are handled, then everything not finished ends as cancelled.
   {
     std::lock_guard<std::mutex> step_lock(step_mu);
-    while (!in_flight.empty()) handleOldestStep();
+    drainInFlight();
     {
       std::lock_guard<std::mutex> lock(mu);
       for (auto& p : pending) intake.push_back(std::move(p));
