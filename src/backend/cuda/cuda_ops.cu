@@ -174,12 +174,17 @@ __global__ void toHalfKernel(const float* x, int64_t ld_x, int64_t rows, int64_t
 // One block per row: cos/sin of the row's angles into shared memory, then the q heads
 // rotated in place, the k heads rotated in place and written to the cache with the
 // non-rotary features, and v written to the cache.
+// The start of both RoPE kernels for row blockIdx.x: cos and sin of its angles (times the attention
+// scaling) into cs[0, half) and cs[half, 2 half), and where its k and v go in the cache (null when
+// the row is not written).
 template <typename T>
-__global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
-  pdlWait();
-  pdlLaunchDependents();
-  extern __shared__ float cs[];  // [2 * half]: cos, then sin
-  const int64_t r = blockIdx.x, half = a.half, hd = g.head_dim, kvh = g.num_kv_heads;
+struct RopeRow {
+  T* k_dst = nullptr;
+  T* v_dst = nullptr;
+};
+template <typename T>
+__device__ RopeRow<T> ropeRowStart(T* pool, const KvLayout& g, const RopeKvArgs& a, float* cs) {
+  const int64_t r = blockIdx.x, half = a.half;
   const float pos = static_cast<float>(a.positions[r]);
   const float* inv = a.inv_freq + static_cast<int64_t>(a.row_table[r]) * half;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
@@ -189,15 +194,27 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
     cs[half + i] = s * a.scaling;
   }
   __syncthreads();
+  RopeRow<T> out;
   const int64_t slot = a.slots[r];
-  const int64_t head_stride = g.tokens_per_block * hd;
-  T* k_dst = nullptr;
-  T* v_dst = nullptr;
   if (slot >= 0) {
-    T* base = pool + (slot / g.tokens_per_block) * g.elems_per_block + (slot % g.tokens_per_block) * hd;
-    k_dst = base + (a.layer * 2 + 0) * kvh * head_stride;
-    v_dst = base + (a.layer * 2 + 1) * kvh * head_stride;
+    const int64_t head_stride = g.tokens_per_block * g.head_dim;
+    T* base = pool + (slot / g.tokens_per_block) * g.elems_per_block + (slot % g.tokens_per_block) * g.head_dim;
+    out.k_dst = base + (a.layer * 2 + 0) * g.num_kv_heads * head_stride;
+    out.v_dst = base + (a.layer * 2 + 1) * g.num_kv_heads * head_stride;
   }
+  return out;
+}
+
+template <typename T>
+__global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
+  pdlWait();
+  pdlLaunchDependents();
+  extern __shared__ float cs[];  // [2 * half]: cos, then sin
+  const int64_t r = blockIdx.x, half = a.half, hd = g.head_dim, kvh = g.num_kv_heads;
+  const int64_t head_stride = g.tokens_per_block * hd;
+  const RopeRow<T> dst = ropeRowStart(pool, g, a, cs);
+  T* k_dst = dst.k_dst;
+  T* v_dst = dst.v_dst;
   float* qr = a.q + r * a.ld_q;
   for (int64_t e = threadIdx.x; e < a.q_heads * half; e += blockDim.x) {
     const int64_t h = e / half, i = e % half;
@@ -236,27 +253,12 @@ __global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
   pdlWait();
   pdlLaunchDependents();
   extern __shared__ float4 cs4[];  // [2 * half / 4]: cos, then sin
-  float* cs = reinterpret_cast<float*>(cs4);
   const int64_t r = blockIdx.x;
   const int half = static_cast<int>(a.half), hd = static_cast<int>(g.head_dim), kvh = static_cast<int>(g.num_kv_heads);
-  const float pos = static_cast<float>(a.positions[r]);
-  const float* inv = a.inv_freq + static_cast<int64_t>(a.row_table[r]) * half;
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    float s, c;
-    sincosf(pos * inv[i], &s, &c);  // float32 angle, as HF's inv_freq @ position_ids
-    cs[i] = c * a.scaling;
-    cs[half + i] = s * a.scaling;
-  }
-  __syncthreads();
-  const int64_t slot = a.slots[r];
   const int64_t head_stride = g.tokens_per_block * hd;
-  T* k_dst = nullptr;
-  T* v_dst = nullptr;
-  if (slot >= 0) {
-    T* base = pool + (slot / g.tokens_per_block) * g.elems_per_block + (slot % g.tokens_per_block) * hd;
-    k_dst = base + (a.layer * 2 + 0) * kvh * head_stride;
-    v_dst = base + (a.layer * 2 + 1) * kvh * head_stride;
-  }
+  const RopeRow<T> dst = ropeRowStart(pool, g, a, reinterpret_cast<float*>(cs4));
+  T* k_dst = dst.k_dst;
+  T* v_dst = dst.v_dst;
   const int quads = half / 4;
   auto rotate = [&](float* x, int i, float4& y1, float4& y2) {
     const float4 x1 = *reinterpret_cast<const float4*>(x + i), x2 = *reinterpret_cast<const float4*>(x + i + half);
