@@ -22,6 +22,9 @@ echo "backend_ops_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tes
 echo "== device_sampling_test"
 $C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1
 echo "device_sampling_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran|us per step" "$OUT/sampling.log" | head -40
+# The one-CTA sampling kernel on the few-row cases (pending tokens included) with the row-group kernel off.
+LLMRT_CUDA_DISABLE=rowgroup $C/device_sampling_test --gtest_filter='*/cuda' > "$OUT/sampling_norowgroup.log" 2>&1
+echo "device_sampling_test (rowgroup off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/sampling_norowgroup.log" | head -10
 
 echo "== executor proofs on the GPU (policies, chunking, reuse, offload, cancellation, soak)"
 # The CPU's executor tests, with the engine on the CUDA backend (tests/executor/executor_test_util.h).
