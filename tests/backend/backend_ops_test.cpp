@@ -609,18 +609,31 @@ void fillPools(BackendOps& t, const KvPoolGeometry& g) {
 }
 
 TEST_P(BackendOps, Argmax) {
-  const int64_t vocab = 50000;
-  std::vector<float> logits = randomVec(static_cast<size_t>(5 * vocab), rng_, 3.0f);
-  logits[static_cast<size_t>(1 * vocab + 777)] = 100.0f;  // a tie: the lower id wins
-  logits[static_cast<size_t>(1 * vocab + 40000)] = 100.0f;
-  logits[static_cast<size_t>(2 * vocab + 49999)] = 1e9f;  // the last id
-  logits[static_cast<size_t>(3 * vocab + 12)] = NAN;      // reported as -1
-  for (int64_t i = 0; i < vocab; ++i) logits[static_cast<size_t>(4 * vocab + i)] = -INFINITY;
-  auto [lc, lg] = put(0, 5, vocab, logits);
-  std::vector<int32_t> ids(5, -7);
-  ASSERT_TRUE(gpu_->argmaxRows(lg, ids.data()).isOk());
-  const int32_t row0 = static_cast<int32_t>(std::max_element(logits.begin(), logits.begin() + vocab) - logits.begin());
-  EXPECT_EQ(ids, (std::vector<int32_t>{row0, 777, 49999, -1, -1}));
+  // Few rows of a large vocabulary are split over several CTAs per row (50000: 13 slices of 3847
+  // ids, so the tie at 777 / 40000 spans slices), small vocabularies and many rows take one CTA per
+  // row; the answers are the same.
+  for (const auto& [rows, vocab] : {std::pair<int64_t, int64_t>{6, 50000}, {6, 3000}, {130, 9000}}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(vocab));
+    std::vector<float> logits = randomVec(static_cast<size_t>(rows * vocab), rng_, 3.0f);
+    auto at = [&](int64_t r, int64_t i) -> float& { return logits[static_cast<size_t>(r * vocab + i)]; };
+    at(1, 777) = 100.0f;  // a tie: the lower id wins
+    at(1, vocab - 1000) = 100.0f;
+    at(2, vocab - 1) = 1e9f;  // the last id
+    at(3, 12) = NAN;          // reported as -1
+    for (int64_t i = 0; i < vocab; ++i) at(4, i) = -INFINITY;
+    at(5, vocab / 2) = INFINITY;  // reported as -1
+    auto [lc, lg] = put(0, rows, vocab, logits);
+    std::vector<int32_t> ids(static_cast<size_t>(rows), -7);
+    ASSERT_TRUE(gpu_->argmaxRows(lg, ids.data()).isOk());
+    std::vector<int32_t> want(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      want[static_cast<size_t>(r)] = static_cast<int32_t>(
+          std::max_element(logits.begin() + r * vocab, logits.begin() + (r + 1) * vocab) - (logits.begin() + r * vocab));
+    want[1] = 777;
+    want[2] = static_cast<int32_t>(vocab - 1);
+    want[3] = want[4] = want[5] = -1;
+    EXPECT_EQ(ids, want);
+  }
   EXPECT_FALSE(cpu_->hasArgmax());
 }
 

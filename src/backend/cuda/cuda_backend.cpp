@@ -344,12 +344,15 @@ Result<uint64_t> CudaBackend::argmaxRowsAsync(const TensorView& logits) {
   const int64_t rows = viewRows(logits), vocab = viewCols(logits);
   const int slot = static_cast<int>(result_tickets_ % 2);
   const size_t bytes = static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t);
-  if (!reserve(argmax_[slot], bytes, false)) return error_;
+  // The ids, then (16-byte aligned) the split argmax's partial results.
+  const size_t ids_bytes = (bytes + 15) / 16 * 16, work_bytes = cuda::argmaxWorkBytes(rows, vocab);
+  if (!reserve(argmax_[slot], ids_bytes + work_bytes, false)) return error_;
   LLMRT_RETURN_IF_ERROR(reservePinned(argmax_host_[slot], bytes));
   if (rows > 0) {
     OpScope scope(this, [&] { return std::string("argmax"); });
+    void* work = work_bytes > 0 ? static_cast<uint8_t*>(argmax_[slot].ptr) + ids_bytes : nullptr;
     LLMRT_CUDA_RETURN_IF_ERROR(cuda::argmaxRows(static_cast<const float*>(logits.data), viewRowStride(logits), rows,
-                                                vocab, static_cast<int32_t*>(argmax_[slot].ptr), stream_));
+                                                vocab, static_cast<int32_t*>(argmax_[slot].ptr), work, stream_));
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(argmax_host_[slot].ptr, argmax_[slot].ptr,
                                                static_cast<size_t>(rows) * 4, cudaMemcpyDeviceToHost, stream_));
   }

@@ -158,8 +158,10 @@ __device__ __forceinline__ void storeDecodeOut(const DecodeAttnArgs& a, int64_t 
 cudaError_t initAttentionKernels();
 
 // out[r] = argmax of row r of logits [rows, vocab] (ties: the lowest id); -1 when the row holds a NaN
-// or +inf or only -inf.
-cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
+// or +inf or only -inf. Few rows of a large vocabulary are split over several CTAs per row, whose
+// partial results go to `work` (argmaxWorkBytes(rows, vocab) bytes; none needed when that is 0).
+size_t argmaxWorkBytes(int64_t rows, int64_t vocab);
+cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out, void* work,
                        cudaStream_t stream);
 
 // A step result's token ids on the device: row r's id is ids[r * stride] (argmax ids, stride 1,

@@ -298,17 +298,19 @@ __global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
   }
 }
 
-// One block per row: (value, id) maxima per thread, then per warp, then across warps.
-__global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int32_t* out) {
-  pdlWait();
-  pdlLaunchDependents();
+// The block's (value, id) maximum over row[lo, hi) (ties: the lowest id) and whether any value
+// there is NaN or +inf; every thread gets the result. Per thread, then per warp, then across warps.
+struct ArgmaxPart {
+  float v;
+  int32_t i;  // -2: a NaN or +inf was seen
+};
+__device__ ArgmaxPart blockArgmax(const float* row, int64_t lo, int64_t hi) {
   __shared__ float best_v[32];
   __shared__ int32_t best_i[32];
-  const float* row = logits + blockIdx.x * ld;
   float bv = -INFINITY;
   int32_t bi = 0x7fffffff;
   int bad = 0;
-  for (int64_t i = threadIdx.x; i < vocab; i += blockDim.x) {
+  for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     const float v = row[i];
     if (isnan(v) || v == INFINITY) bad = 1;
     if (v > bv || (v == bv && i < bi)) {  // strided ascending: the first of equal values wins
@@ -330,14 +332,56 @@ __global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int
     best_i[warp] = bi;
   }
   bad = __syncthreads_or(bad);
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < warps; ++w)
-      if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) {
-        bv = best_v[w];
-        bi = best_i[w];
-      }
-    out[blockIdx.x] = bad || bv == -INFINITY ? -1 : bi;
+  for (int w = 0; w < warps; ++w)
+    if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) {
+      bv = best_v[w];
+      bi = best_i[w];
+    }
+  return ArgmaxPart{bv, bad ? -2 : bi};
+}
+
+// One block per row.
+__global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int32_t* out) {
+  pdlWait();
+  pdlLaunchDependents();
+  const ArgmaxPart p = blockArgmax(logits + blockIdx.x * ld, 0, vocab);
+  if (threadIdx.x == 0) out[blockIdx.x] = p.i == -2 || p.v == -INFINITY ? -1 : p.i;
+}
+
+// Few rows: blockIdx.y is the row, blockIdx.x a slice of slice_len ids; argmaxMergeKernel (one
+// warp per row) combines the slices' parts in id order.
+__global__ void argmaxSliceKernel(const float* logits, int64_t ld, int64_t vocab, int64_t slice_len,
+                                  ArgmaxPart* parts) {
+  pdlWait();
+  pdlLaunchDependents();
+  const int64_t lo = blockIdx.x * slice_len, hi = lo + slice_len < vocab ? lo + slice_len : vocab;
+  const ArgmaxPart p = blockArgmax(logits + blockIdx.y * ld, lo, hi);
+  if (threadIdx.x == 0) parts[blockIdx.y * gridDim.x + blockIdx.x] = p;
+}
+__global__ void argmaxMergeKernel(const ArgmaxPart* parts, int slices, int32_t* out) {
+  pdlWait();
+  pdlLaunchDependents();
+  float bv = -INFINITY;
+  int32_t bi = 0x7fffffff;
+  int bad = 0;
+  for (int s = threadIdx.x; s < slices; s += 32) {
+    const ArgmaxPart p = parts[blockIdx.x * slices + s];
+    if (p.i == -2) bad = 1;
+    else if (p.v > bv || (p.v == bv && p.i < bi)) {
+      bv = p.v;
+      bi = p.i;
+    }
   }
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+  bad = __any_sync(0xffffffffu, bad);
+  if (threadIdx.x == 0) out[blockIdx.x] = bad || bv == -INFINITY ? -1 : bi;
 }
 
 template <typename TI>
@@ -477,10 +521,34 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
   }));
 }
 
-cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out,
+namespace {
+// Slices per row for the split argmax: rows of at least 2 slices of ~4K ids, in steps of at most
+// 128 rows (more rows fill the GPU with one CTA each).
+int64_t argmaxSlices(int64_t rows, int64_t vocab) {
+  if (rows > 128) return 1;
+  return std::min<int64_t>(32, (vocab + 4095) / 4096);
+}
+}  // namespace
+
+size_t argmaxWorkBytes(int64_t rows, int64_t vocab) {
+  const int64_t slices = argmaxSlices(rows, vocab);
+  return slices < 2 ? 0 : static_cast<size_t>(rows * slices) * sizeof(ArgmaxPart);
+}
+
+cudaError_t argmaxRows(const float* logits, int64_t ld, int64_t rows, int64_t vocab, int32_t* out, void* work,
                        cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  launchPdl(argmaxKernel, rows, 1024, 0, stream, logits, ld, vocab, out);
+  const int64_t slices = argmaxSlices(rows, vocab);
+  if (slices < 2 || work == nullptr) {
+    launchPdl(argmaxKernel, rows, 1024, 0, stream, logits, ld, vocab, out);
+    return cudaGetLastError();
+  }
+  auto* parts = static_cast<ArgmaxPart*>(work);
+  const int64_t slice_len = (vocab + slices - 1) / slices;
+  launchPdl(argmaxSliceKernel, dim3(static_cast<unsigned>(slices), static_cast<unsigned>(rows)), 256, 0, stream,
+            logits, ld, vocab, slice_len, parts);
+  launchPdl(argmaxMergeKernel, rows, 32, 0, stream, static_cast<const ArgmaxPart*>(parts),
+            static_cast<int>(slices), out);
   return cudaGetLastError();
 }
 
