@@ -1,7 +1,8 @@
 // How much cuBLASLt's first heuristic choice leaves on the table for the model's product shapes:
 // for each (n, k, output type) of a Llama-3-8B layer and a range of row counts m, time the
 // heuristic's first algorithm and every other candidate it offers (up to 32), and print both.
-// Weights rotate over 4 copies so each product reads them from HBM, as in a model step.
+// Weights rotate over 4 copies so each product reads them from HBM, as in a model step. (beta = 0:
+// the o and down products of the model add into the residual, beta = 1, which also reads C.)
 //
 // Build and run on the GPU machine (nvcc and cuBLAS are there):
 //   nvcc -O2 -std=c++17 -arch=sm_90a scripts/bench/gemm_algos.cu -lcublasLt -o /tmp/gemm_algos
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
       cublasLtMatmulHeuristicResult_t res[32];
       int found = 0;
       CK(cublasLtMatmulAlgoGetHeuristic(lt, op, l.a, l.b, l.c, l.c, pref, 32, res, &found));
-      double first = 0, best = 1e30;
+      double first = -1, best = 1e30;
       int best_i = -1;
       for (int i = 0; i < found; ++i) {
         const double us = timeAlgo(l, res[i].algo, res[i].workspaceSize);
@@ -143,6 +144,11 @@ int main(int argc, char** argv) {
         bucket = timeAlgo(l, rt.algo, chk.workspaceSize);
       drop(lt_top);
       const double flops = 2.0 * m * s.n * double(s.k);
+      if (first <= 0 || best_i < 0) {  // the heuristic's first choice (or every candidate) did not run
+        std::printf("%-8s %6d %6d %6d  first candidate failed (best %d of %d)\n", s.name, m, s.n, s.k, best_i, found);
+        drop(l);
+        continue;
+      }
       std::printf("%-8s %6d %6d %6d  %10.2f %8.1f  %10.2f %8.1f %5d  %5.1f%%  bucket-top algo %8.2f  (%d candidates)\n",
                   s.name, m, s.n, s.k, first, flops / first * 1e-6, best, flops / best * 1e-6, best_i,
                   100.0 * (first - best) / first, bucket, found);

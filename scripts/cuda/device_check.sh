@@ -18,6 +18,10 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PA
 echo "== backend_ops_test"
 $C/backend_ops_test --gtest_brief=0 > "$OUT/ops.log" 2>&1
 echo "backend_ops_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/ops.log" | head -40
+# The scalar RMSNorm / RoPE kernels (which the float4 ones replace on aligned rows).
+LLMRT_CUDA_DISABLE=vecops $C/backend_ops_test --gtest_filter='*RmsNorm*:*RopeWriteKv*:*HalfActivations*' \
+  > "$OUT/ops_novecops.log" 2>&1
+echo "backend_ops_test (vecops off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_novecops.log" | head -10
 
 echo "== device_sampling_test"
 $C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1

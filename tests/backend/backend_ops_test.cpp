@@ -304,8 +304,9 @@ TEST_P(BackendOps, Embedding) {
 
 TEST_P(BackendOps, RmsNorm) {
   for (int64_t rows : {1, 7, 33}) {
-    // 8, 1028, 4096 and 8192 take the float4 kernel (1 to 8 float4 per thread), 77 and 4099 the scalar one.
-    for (int64_t cols : {8, 77, 1028, 4096, 4099, 8192}) {
+    // 8, 1028, 3072, 4096, 5120 and 8192 take the float4 kernel (1, 2, 3, 4, 5 and 8 float4 per
+    // thread), 77 and 4099 the scalar one.
+    for (int64_t cols : {8, 77, 1028, 3072, 4096, 4099, 5120, 8192}) {
       const std::string what = std::to_string(rows) + "x" + std::to_string(cols);
       std::vector<float> x = randomVec(static_cast<size_t>(rows * cols), rng_, 3.0f);
       std::vector<float> w = randomVec(static_cast<size_t>(cols), rng_);
@@ -361,6 +362,11 @@ TEST_P(BackendOps, Linear) {
         const size_t i = static_cast<size_t>(r * (c.n + 3) + j);
         EXPECT_EQ(got[i], res[i]) << "linearAdd wrote outside its columns: " << what;
       }
+    // And into a whole, aligned buffer, as the model's residual stream is.
+    auto [ac, ag] = put(3, c.m, c.n, randomVec(static_cast<size_t>(c.m * c.n), rng_, 4.0f));
+    cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, ac);
+    gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, ag);
+    expectClose(get(*gpu_, ag), get(*cpu_, ac), 1e-5, 1e-4, "linearAdd (aligned) " + what);
   }
 }
 
@@ -610,7 +616,7 @@ void fillPools(BackendOps& t, const KvPoolGeometry& g) {
 
 TEST_P(BackendOps, Argmax) {
   // Few rows of a large vocabulary are split over several CTAs per row (50000: 13 slices of 3847
-  // ids, so the tie at 777 / 40000 spans slices), small vocabularies and many rows take one CTA per
+  // ids, so the tie at 777 / 49000 spans slices), small vocabularies and many rows take one CTA per
   // row; the answers are the same.
   for (const auto& [rows, vocab] : {std::pair<int64_t, int64_t>{6, 50000}, {6, 3000}, {130, 9000}}) {
     SCOPED_TRACE(std::to_string(rows) + " rows of " + std::to_string(vocab));

@@ -123,6 +123,7 @@ void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorVi
 void CpuBackend::linearAdd(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView residual) {
   // The product (bias included) into a temporary, then added: residual + (x W^T + bias).
   const int64_t m = rows(x), n = w.shape[0];
+  assert(rows(residual) == m && cols(residual) == n);
   linear_add_tmp_.resize(static_cast<size_t>(m * n));
   TensorView tmp{linear_add_tmp_.data(), DType::kF32, Shape{m, n}};
   linear(x, w, bias, tmp);

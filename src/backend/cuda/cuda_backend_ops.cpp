@@ -207,9 +207,10 @@ void CudaBackend::linearAdd(const TensorView& x, const TensorView& w, const Tens
 }
 
 // The residual add rides in the product: cuBLAS's beta = 1 (out = x W^T + out, one rounding of
-// the float32 sum, as a product into a temporary followed by an add), the matrix-vector kernel's
-// store. With a bias, (out + x W^T) + bias instead of out + (x W^T + bias): no Llama-family model
-// has a bias on the products whose output is added to the residual (o, down).
+// the float32 sum, as a product into a temporary followed by an add; with float32 activations'
+// hi + lo parts, (out + x_hi W^T) + x_lo W^T), the matrix-vector kernel's store (out + (x W^T + bias),
+// the CPU's order). On the cuBLAS paths a bias comes after: (out + x W^T) + bias; no Llama-family
+// model has a bias on the products whose output is added to the residual (o, down).
 void CudaBackend::product(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out,
                           bool accumulate) {
   if (failed()) return;
@@ -222,8 +223,8 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   OpScope scope(this, [&] {
     int64_t bucket = 1;  // rows as a power-of-two bucket, so one line covers a range of batch sizes
     while (bucket < m) bucket *= 2;
-    return strprintf("linear %s m<=%lld n=%lld k=%lld", gemv ? "gemv" : "cublasLt", static_cast<long long>(bucket),
-                     static_cast<long long>(n), static_cast<long long>(k));
+    return strprintf("%s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", gemv ? "gemv" : "cublasLt",
+                     static_cast<long long>(bucket), static_cast<long long>(n), static_cast<long long>(k));
   });
   const float one = 1.0f, zero = 0.0f;
   const float* bias_ptr = bias ? f32(*bias) : nullptr;

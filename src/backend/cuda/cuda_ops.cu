@@ -171,9 +171,6 @@ __global__ void toHalfKernel(const float* x, int64_t ld_x, int64_t rows, int64_t
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) storeFloat(out + r * cols + c, x[r * ld_x + c]);
 }
 
-// One block per row: cos/sin of the row's angles into shared memory, then the q heads
-// rotated in place, the k heads rotated in place and written to the cache with the
-// non-rotary features, and v written to the cache.
 // The start of both RoPE kernels for row blockIdx.x: cos and sin of its angles (times the attention
 // scaling) into cs[0, half) and cs[half, 2 half), and where its k and v go in the cache (null when
 // the row is not written).
@@ -205,6 +202,9 @@ __device__ RopeRow<T> ropeRowStart(T* pool, const KvLayout& g, const RopeKvArgs&
   return out;
 }
 
+// One block per row: cos/sin of the row's angles into shared memory, then the q heads
+// rotated in place, the k heads rotated in place and written to the cache with the
+// non-rotary features, and v written to the cache.
 template <typename T>
 __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
   pdlWait();
@@ -304,9 +304,21 @@ struct ArgmaxPart {
   float v;
   int32_t i;  // -2: a NaN or +inf was seen
 };
+// (bv, bi) becomes the warp's maximum (ties: the lowest id); every lane gets it.
+__device__ void warpArgmax(float& bv, int32_t& bi) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) {
+      bv = ov;
+      bi = oi;
+    }
+  }
+}
 __device__ ArgmaxPart blockArgmax(const float* row, int64_t lo, int64_t hi) {
   __shared__ float best_v[32];
   __shared__ int32_t best_i[32];
+  __syncthreads();  // best_v / best_i may still be read by a previous call
   float bv = -INFINITY;
   int32_t bi = 0x7fffffff;
   int bad = 0;
@@ -318,14 +330,7 @@ __device__ ArgmaxPart blockArgmax(const float* row, int64_t lo, int64_t hi) {
       bi = static_cast<int32_t>(i);
     }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (ov > bv || (ov == bv && oi < bi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
+  warpArgmax(bv, bi);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   if (lane == 0) {
     best_v[warp] = bv;
@@ -372,23 +377,18 @@ __global__ void argmaxMergeKernel(const ArgmaxPart* parts, int slices, int32_t* 
       bi = p.i;
     }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (ov > bv || (ov == bv && oi < bi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
+  warpArgmax(bv, bi);
   bad = __any_sync(0xffffffffu, bad);
   if (threadIdx.x == 0) out[blockIdx.x] = bad || bv == -INFINITY ? -1 : bi;
 }
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 template <typename TI>
 cudaError_t launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
                           DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   const bool vec = inter % 8 == 0 && ld_gu % 8 == 0 && ld_out % 8 == 0 &&
-                   reinterpret_cast<uintptr_t>(gu) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+                   aligned16(gu) && aligned16(out);
   return withElementType(out_dtype, [&](auto tag) {
     using TO = decltype(tag);
     if (vec)
@@ -428,7 +428,6 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
 cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   // The vector kernel: 4 features per float4, up to 8 float4 per thread of up to 256.
   const int64_t n4 = cols / 4;
   const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
@@ -503,10 +502,9 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
   const int t = threadsFor(g.num_kv_heads * g.head_dim > a.q_heads * a.half ? g.num_kv_heads * g.head_dim
                                                                             : a.q_heads * a.half);
   const size_t smem = static_cast<size_t>(2 * a.half) * sizeof(float);
-  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && a.half % 4 == 0 && g.head_dim % 4 == 0 && a.ld_q % 4 == 0 && a.ld_k % 4 == 0 &&
-                   a.ld_v % 4 == 0 && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
-                   reinterpret_cast<uintptr_t>(pool) % 16 == 0 && g.elems_per_block % 4 == 0;
+  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && a.half % 4 == 0 && g.head_dim % 4 == 0 &&
+                   a.ld_q % 4 == 0 && a.ld_k % 4 == 0 && a.ld_v % 4 == 0 && aligned16(a.q) && aligned16(a.k) &&
+                   aligned16(a.v) && aligned16(pool) && g.elems_per_block % 4 == 0;
   if (vec) {
     const int64_t items = std::max(a.q_heads * a.half, g.num_kv_heads * g.head_dim) / 4;
     const int tv = items > 128 ? 256 : 128;
@@ -522,8 +520,8 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
 }
 
 namespace {
-// Slices per row for the split argmax: rows of at least 2 slices of ~4K ids, in steps of at most
-// 128 rows (more rows fill the GPU with one CTA each).
+// Slices per row for the split argmax: min(32, vocab / 4K) for steps of at most 128 rows (split
+// when that is 2 or more); one CTA per row otherwise (more rows fill the GPU by themselves).
 int64_t argmaxSlices(int64_t rows, int64_t vocab) {
   if (rows > 128) return 1;
   return std::min<int64_t>(32, (vocab + 4095) / 4096);
