@@ -116,11 +116,11 @@ class CudaBackend final : public Backend {
                                    std::span<const PenaltyToken> penalties, std::span<const int32_t> masked) override;
   Status waitSamples(uint64_t ticket, std::span<RowSample> out) override;
   bool runsAhead() const override { return true; }
-  // Every step's rows are sampled on the GPU (unless LLMRT_CUDA_DISABLE=sampling). Top-k / top-p
-  // rows cost the one-CTA-per-row kernel ~0.55 ms up to ~64 rows, and up to ~1.3 ms for a wide
-  // nucleus; steps of a few rows take the row-group kernel (many CTAs per row) instead, or where
-  // the device cannot launch it cooperatively, the host samples those with a truncating row
-  // unless the compact pass applies (the host needs ~0.2 ms per such row, docs/perf.md).
+  // Rows are sampled on the GPU (unless LLMRT_CUDA_DISABLE=sampling): steps of more than a few rows
+  // one CTA per row, steps of up to 16 rows the row-group kernel (many CTAs per row) or the compact
+  // pass. Where the row-group kernel cannot run (no cooperative launch, or it was refused), steps
+  // of at most kHostSamplingMaxTruncatingRows rows with a truncating row and no compact pass are
+  // sampled on the host, which is faster there than one CTA per row (docs/perf.md, sessions 8-10).
   static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
   bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,

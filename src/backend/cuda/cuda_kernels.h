@@ -184,10 +184,11 @@ cudaError_t feedTokens(int32_t* ids, const int2* fed, int32_t n, ResultTokens sr
 // pending: the previous step's result, where rows with RowSampling::pending_src >= 0 read their
 // pending token (unused, null, when no row has one).
 // group_ctas > 0 (sampleGroupCtas): the row-group path instead — group_ctas CTAs per row, launched
-// cooperatively, with group_ws (sampleGroupBytes) for their exchanges; any rows' controls.
+// cooperatively, with group_ws (sampleGroupBytes) for their exchanges; any rows' controls. When the
+// device refuses the cooperative launch the rows take one CTA each and *group_refused is set.
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
                        const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
-                       void* compact_ws, int group_ctas, void* group_ws, cudaStream_t stream);
+                       void* compact_ws, int group_ctas, void* group_ws, bool* group_refused, cudaStream_t stream);
 // How many CTAs of the row-group kernel the current device keeps resident at once (0: no
 // cooperative launch), and the CTAs per row it takes for `rows` rows (0: the path does not apply).
 int sampleGroupCapacity();

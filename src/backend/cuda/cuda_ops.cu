@@ -298,23 +298,15 @@ __global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
   }
 }
 
-// The block's (value, id) maximum over row[lo, hi) (ties: the lowest id) and whether any value
-// there is NaN or +inf; every thread gets the result. Per thread, then per warp, then across warps.
+// A (value, id) maximum of some logits.
 struct ArgmaxPart {
   float v;
   int32_t i;  // -2: a NaN or +inf was seen
 };
-// (bv, bi) becomes the warp's maximum (ties: the lowest id); every lane gets it.
-__device__ void warpArgmax(float& bv, int32_t& bi) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-    const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (ov > bv || (ov == bv && oi < bi)) {
-      bv = ov;
-      bi = oi;
-    }
-  }
-}
+// The id a row's maximum gives: -1 for a NaN / +inf seen or nothing above -inf.
+__device__ __forceinline__ int32_t argmaxId(const ArgmaxPart& p) { return p.i == -2 || p.v == -INFINITY ? -1 : p.i; }
+// The block's (value, id) maximum over row[lo, hi) (ties: the lowest id) and whether any value
+// there is NaN or +inf; every thread gets the result. Per thread, then per warp, then across warps.
 __device__ ArgmaxPart blockArgmax(const float* row, int64_t lo, int64_t hi) {
   __shared__ float best_v[32];
   __shared__ int32_t best_i[32];
@@ -325,10 +317,7 @@ __device__ ArgmaxPart blockArgmax(const float* row, int64_t lo, int64_t hi) {
   for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     const float v = row[i];
     if (isnan(v) || v == INFINITY) bad = 1;
-    if (v > bv || (v == bv && i < bi)) {  // strided ascending: the first of equal values wins
-      bv = v;
-      bi = static_cast<int32_t>(i);
-    }
+    keepBest(v, static_cast<int32_t>(i), bv, bi);  // strided ascending: the first of equal values wins
   }
   warpArgmax(bv, bi);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
@@ -337,11 +326,7 @@ __device__ ArgmaxPart blockArgmax(const float* row, int64_t lo, int64_t hi) {
     best_i[warp] = bi;
   }
   bad = __syncthreads_or(bad);
-  for (int w = 0; w < warps; ++w)
-    if (best_v[w] > bv || (best_v[w] == bv && best_i[w] < bi)) {
-      bv = best_v[w];
-      bi = best_i[w];
-    }
+  for (int w = 0; w < warps; ++w) keepBest(best_v[w], best_i[w], bv, bi);
   return ArgmaxPart{bv, bad ? -2 : bi};
 }
 
@@ -350,7 +335,7 @@ __global__ void argmaxKernel(const float* logits, int64_t ld, int64_t vocab, int
   pdlWait();
   pdlLaunchDependents();
   const ArgmaxPart p = blockArgmax(logits + blockIdx.x * ld, 0, vocab);
-  if (threadIdx.x == 0) out[blockIdx.x] = p.i == -2 || p.v == -INFINITY ? -1 : p.i;
+  if (threadIdx.x == 0) out[blockIdx.x] = argmaxId(p);
 }
 
 // Few rows: blockIdx.y is the row, blockIdx.x a slice of slice_len ids; argmaxMergeKernel (one
@@ -371,15 +356,14 @@ __global__ void argmaxMergeKernel(const ArgmaxPart* parts, int slices, int32_t* 
   int bad = 0;
   for (int s = threadIdx.x; s < slices; s += 32) {
     const ArgmaxPart p = parts[blockIdx.x * slices + s];
-    if (p.i == -2) bad = 1;
-    else if (p.v > bv || (p.v == bv && p.i < bi)) {
-      bv = p.v;
-      bi = p.i;
-    }
+    if (p.i == -2)
+      bad = 1;
+    else
+      keepBest(p.v, p.i, bv, bi);
   }
   warpArgmax(bv, bi);
   bad = __any_sync(0xffffffffu, bad);
-  if (threadIdx.x == 0) out[blockIdx.x] = bad || bv == -INFINITY ? -1 : bi;
+  if (threadIdx.x == 0) out[blockIdx.x] = argmaxId(ArgmaxPart{bv, bad ? -2 : bi});
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

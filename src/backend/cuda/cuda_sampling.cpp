@@ -99,13 +99,18 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, stream_));
     {
       OpScope scope(this, [&] { return std::string("sample"); });
+      bool refused = false;
       LLMRT_CUDA_RETURN_IF_ERROR(cuda::sampleRows(static_cast<float*>(logits.data), viewRowStride(logits), n, vocab,
                                                   reinterpret_cast<const RowSampling*>(dev),
                                                   reinterpret_cast<const PenaltyToken*>(dev + pen_off),
                                                   reinterpret_cast<const int32_t*>(dev + mask_off), pending,
                                                   static_cast<RowSample*>(sample_out_[slot].ptr),
                                                   compact ? sample_compact_.ptr : nullptr, group_ctas,
-                                                  sample_group_.ptr, stream_));
+                                                  sample_group_.ptr, &refused, stream_));
+      if (refused) {  // not now, not later: few-row steps go back to the host rule (samplesRows)
+        LLMRT_LOG_WARNING("CUDA backend: the row-group sampling kernel's cooperative launch was refused; turning it off");
+        group_capacity_ = 0;
+      }
     }
     LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sample_out_host_[slot].ptr, sample_out_[slot].ptr,
                                                rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost, stream_));

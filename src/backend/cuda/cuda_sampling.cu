@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_vec.h"
 #include "backend/row_sampling.h"
 #include "core/philox.h"
 
@@ -190,6 +191,11 @@ __device__ u64 blockMin(u64 v, Shared& sh) {
   for (int o = 16; o > 0; o >>= 1) t = min(t, __shfl_xor_sync(kFull, t, o));
   __syncthreads();
   return t;
+}
+// Block-wide largest of the threads' indices i in [0, n) (-1: the thread has none); -1 when none has.
+__device__ int64_t blockLastIndex(int64_t i, int64_t n, Shared& sh) {
+  const u64 gap = blockMin(i >= 0 ? static_cast<u64>(n - 1 - i) : ~0ull, sh);
+  return gap == ~0ull ? -1 : n - 1 - static_cast<int64_t>(gap);
 }
 
 struct Row {
@@ -532,9 +538,9 @@ __device__ int32_t drawFromCandidates(const Row& row, const Cut& kcut, bool smal
   const u64 hit = blockMin(valid && w > 0.0f && cum > target ? static_cast<u64>(j) : ~0ull, sh);
   u64 slot = hit;
   if (hit == ~0ull) {
-    const u64 last = blockMin(valid && w > 0.0f ? static_cast<u64>(kMaxCandidates - 1 - j) : ~0ull, sh);
-    if (last == ~0ull) return -1;  // nothing positive: the caller draws the top token
-    slot = static_cast<u64>(kMaxCandidates - 1) - last;
+    const int64_t last = blockLastIndex(valid && w > 0.0f ? j : -1, kMaxCandidates, sh);
+    if (last < 0) return -1;  // nothing positive: the caller draws the top token
+    slot = static_cast<u64>(last);
   }
   return sh.cand_id[slot];
 }
@@ -548,15 +554,8 @@ struct MaxScan {
 };
 // Merges the lanes' (largest value, its lowest index) and their lowest bad index; every lane gets them.
 __device__ __forceinline__ void warpMaxMerge(float& best, int32_t& best_i, int32_t& bad) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float ov = __shfl_xor_sync(kFull, best, o);
-    const int32_t oi = __shfl_xor_sync(kFull, best_i, o);
-    bad = min(bad, __shfl_xor_sync(kFull, bad, o));
-    if (ov > best || (ov == best && oi < best_i)) {
-      best = ov;
-      best_i = oi;
-    }
-  }
+  warpArgmax(best, best_i);
+  for (int o = 16; o > 0; o >>= 1) bad = min(bad, __shfl_xor_sync(kFull, bad, o));
 }
 __device__ MaxScan blockMaxScan(const float* xs, int64_t n, Shared& sh) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -578,10 +577,7 @@ __device__ MaxScan blockMaxScan(const float* xs, int64_t n, Shared& sh) {
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int w = 1; w < kWarps; ++w) {
-      if (sh.warp_f32[w] > best || (sh.warp_f32[w] == best && sh.warp_i32[w] < best_i)) {
-        best = sh.warp_f32[w];
-        best_i = sh.warp_i32[w];
-      }
+      keepBest(sh.warp_f32[w], sh.warp_i32[w], best, best_i);
       bad = min(bad, sh.warp_i32b[w]);
     }
     sh.warp_f32[0] = best;
@@ -651,6 +647,27 @@ __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vo
   __syncthreads();
 }
 
+// A row's result: its error (`bad`: the first NaN / +inf index of x, 0x7fffffff when none, then
+// nothing above -inf is left), or its token with num_top top logprobs (written beside it); and how
+// many top logprobs a row asks for among n candidates.
+__device__ void writeRowError(RowSample& o, int32_t bad, const float* x) {
+  o.token = -1;
+  o.error = bad != 0x7fffffff ? RowSample::kBadValue : RowSample::kAllMasked;
+  o.bad_index = bad != 0x7fffffff ? bad : -1;
+  o.bad_value = bad != 0x7fffffff ? x[bad] : 0.0f;
+  o.num_top = 0;
+}
+__device__ void writeRowOk(RowSample& o, int32_t token, int32_t num_top) {
+  o.token = token;
+  o.error = RowSample::kOk;
+  o.bad_index = -1;
+  o.num_top = num_top;
+}
+__device__ int32_t numTop(const RowSampling& p, int64_t n) {
+  if (p.num_logprobs < 0) return 0;
+  return static_cast<int32_t>(min(static_cast<int64_t>(min(p.num_logprobs, RowSample::kMaxTop)), n));
+}
+
 // The compact pass, part 1 (one CTA per row): penalties and masks in place.
 __global__ void __launch_bounds__(kThreads) prepareKernel(float* logits, int64_t ld, int64_t vocab,
                                                           const RowSampling* params, const PenaltyToken* penalties,
@@ -696,9 +713,9 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   // 1-2. Penalties, then the min_tokens mask (done by the compact pass when there is one).
   if (compact == nullptr) applyPenaltiesAndMask(p, x, vocab, penalties, masked, pending);
 
-  // The compact pass (small batches with a small top-k, or top-p alone): the union of every slice's
-  // top-k holds the row's top-k, its max and everything the draw reads (top-p alone: checked
-  // below); work on it, in id order, unless a slice saw a NaN / +inf (then the full row reports it).
+  // The compact pass (small batches, every row with a small top-k): the union of every slice's
+  // top-k holds the row's top-k, its max and everything the draw reads; work on it, in id order,
+  // unless a slice saw a NaN / +inf (then the full row reports it).
   const int32_t* ids = nullptr;
   const float* xs = x;
   int64_t n = vocab;
@@ -740,13 +757,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
   const int32_t bad = ms.bad;
   RowSample& o = out[blockIdx.x];
   if (bad != 0x7fffffff || best == -INFINITY) {
-    if (threadIdx.x == 0) {
-      o.token = -1;
-      o.error = bad != 0x7fffffff ? RowSample::kBadValue : RowSample::kAllMasked;
-      o.bad_index = bad != 0x7fffffff ? bad : -1;
-      o.bad_value = bad != 0x7fffffff ? xs[bad] : 0.0f;
-      o.num_top = 0;
-    }
+    if (threadIdx.x == 0) writeRowError(o, bad, xs);
     return;
   }
 
@@ -797,8 +808,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
       o.logprob = __fsub_rn(__fsub_rn(chosen, best), log_z);
       o.rank = greater + 1;
     }
-    num_top = min(p.num_logprobs, static_cast<int32_t>(RowSample::kMaxTop));
-    if (n < num_top) num_top = static_cast<int32_t>(n);
+    num_top = numTop(p, n);
     if (num_top > 0) {
       topTokens(Row{xs, n, best, 1.0f}, 0, num_top, sh);
       if (threadIdx.x < num_top) {
@@ -808,12 +818,7 @@ __global__ void __launch_bounds__(kThreads) sampleKernel(float* logits, int64_t 
       }
     }
   }
-  if (threadIdx.x == 0) {
-    o.token = ids != nullptr ? ids[token] : token;
-    o.error = RowSample::kOk;
-    o.bad_index = -1;
-    o.num_top = num_top;
-  }
+  if (threadIdx.x == 0) writeRowOk(o, ids != nullptr ? ids[token] : token, num_top);
 }
 
 
@@ -1003,16 +1008,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   warpMaxMerge(best, best_i, bad);
   RowSample& o = out[grp.row];
   const bool ok = bad == 0x7fffffff && best != -INFINITY;
-  if (!ok && grp.g == 0 && threadIdx.x == 0) {
-    o.token = -1;
-    o.error = bad != 0x7fffffff ? RowSample::kBadValue : RowSample::kAllMasked;
-    o.bad_index = bad != 0x7fffffff ? bad : -1;
-    o.bad_value = bad != 0x7fffffff ? x[bad] : 0.0f;
-    o.num_top = 0;
-  }
+  if (!ok && grp.g == 0 && threadIdx.x == 0) writeRowError(o, bad, x);
   const bool sampled = ok && !p.greedy, cut_k = ok && truncatesK(p), cut_p = ok && truncatesP(p);
   const bool lp = ok && p.num_logprobs >= 0;
-  const int32_t num_top = lp ? static_cast<int32_t>(min(static_cast<int64_t>(min(p.num_logprobs, RowSample::kMaxTop)), vocab)) : 0;
+  const int32_t num_top = lp ? numTop(p, vocab) : 0;
   const Row slice{xs, len, best, sampled ? __fdiv_rn(1.0f, p.temperature) : 1.0f};
 
   // The whole row's mass (top-p without top-k), the softmax denominator and each slice's best
@@ -1070,8 +1069,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (w > 0.0) last = i;  // (ascending per thread)
       });
       s = blockSum(s, sh);
-      const u64 gap = blockMin(last >= 0 ? static_cast<u64>(len - 1 - last) : ~0ull, sh);
-      last = gap == ~0ull ? -1 : len - 1 - static_cast<int64_t>(gap);
+      last = blockLastIndex(last, len, sh);
       if (threadIdx.x == 0) {
         grp.mine().d = s;
         grp.mine().i = last >= 0 ? static_cast<int32_t>(id0 + last) : -1;
@@ -1132,12 +1130,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   }
-  if (ok && grp.g == 0 && threadIdx.x == 0) {
-    o.token = token;
-    o.error = RowSample::kOk;
-    o.bad_index = -1;
-    o.num_top = num_top;
-  }
+  if (ok && grp.g == 0 && threadIdx.x == 0) writeRowOk(o, token, num_top);
 }
 
 }  // namespace
@@ -1194,31 +1187,43 @@ int sampleGroupCtas(int64_t rows, int capacity) {
   return ctas >= kGroupMinCtas ? ctas : 0;
 }
 
-size_t sampleGroupBytes(int64_t rows, int ctas) {
+// The row-group kernel's workspace at `base` (views null when base is), its size in *bytes.
+GroupView groupLayout(int64_t rows, int ctas, void* base, size_t* bytes) {
   const size_t slots = static_cast<size_t>(rows) * static_cast<size_t>(ctas);
-  return 2 * slots * sizeof(GroupSlot) + slots * RowSample::kMaxTop * sizeof(u64) + static_cast<size_t>(rows) * 4;
+  const size_t top_at = 2 * slots * sizeof(GroupSlot), found_at = top_at + slots * RowSample::kMaxTop * sizeof(u64);
+  char* w = static_cast<char*>(base);
+  GroupView gv{};
+  if (w != nullptr) {
+    gv.slots = reinterpret_cast<GroupSlot*>(w);
+    gv.top = reinterpret_cast<u64*>(w + top_at);
+    gv.found = reinterpret_cast<int32_t*>(w + found_at);
+  }
+  gv.rows = static_cast<int32_t>(rows);
+  gv.ctas = ctas;
+  if (bytes != nullptr) *bytes = found_at + static_cast<size_t>(rows) * 4;
+  return gv;
+}
+
+size_t sampleGroupBytes(int64_t rows, int ctas) {
+  size_t bytes = 0;
+  groupLayout(rows, ctas, nullptr, &bytes);
+  return bytes;
 }
 
 cudaError_t sampleRows(float* logits, int64_t ld, int64_t rows, int64_t vocab, const RowSampling* params,
                        const PenaltyToken* penalties, const int32_t* masked, ResultTokens pending, RowSample* out,
-                       void* compact_ws, int group_ctas, void* group_ws, cudaStream_t stream) {
+                       void* compact_ws, int group_ctas, void* group_ws, bool* group_refused, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   if (group_ctas > 0) {
-    const size_t slots = static_cast<size_t>(rows) * static_cast<size_t>(group_ctas);
-    char* w = static_cast<char*>(group_ws);
-    GroupView gv{};
-    gv.slots = reinterpret_cast<GroupSlot*>(w);
-    gv.top = reinterpret_cast<u64*>(w + 2 * slots * sizeof(GroupSlot));
-    gv.found = reinterpret_cast<int32_t*>(w + 2 * slots * sizeof(GroupSlot) + slots * RowSample::kMaxTop * sizeof(u64));
-    gv.rows = static_cast<int32_t>(rows);
-    gv.ctas = group_ctas;
+    GroupView gv = groupLayout(rows, group_ctas, group_ws, nullptr);
     void* args[] = {&logits, &ld, &vocab, &params, &penalties, &masked, &pending, &out, &gv};
     const cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(&groupSampleKernel),
-                                                      dim3(static_cast<unsigned>(slots)), dim3(kThreads), args, 0,
-                                                      stream);
+                                                      dim3(static_cast<unsigned>(rows * group_ctas)), dim3(kThreads),
+                                                      args, 0, stream);
     // Refused (e.g. fewer SMs free than the device reports, under MPS): one CTA per row instead.
     if (e != cudaErrorCooperativeLaunchTooLarge) return e;
     cudaGetLastError();
+    if (group_refused != nullptr) *group_refused = true;
   }
   const CompactView cv = compactLayout(rows, compact_ws, nullptr);
   if (compact_ws != nullptr) {

@@ -71,6 +71,19 @@ __device__ __forceinline__ void store4(H* p, const float4& a) {
   *reinterpret_cast<uint2*>(p) = v;
 }
 
+// Argmax pieces (ties: the lowest id). keepBest: (bv, bi) becomes (v, i) when v is larger, or equal
+// with a lower id. warpArgmax: (bv, bi) becomes the warp's maximum; every lane gets it.
+__device__ __forceinline__ void keepBest(float v, int32_t i, float& bv, int32_t& bi) {
+  if (v > bv || (v == bv && i < bi)) {
+    bv = v;
+    bi = i;
+  }
+}
+__device__ __forceinline__ void warpArgmax(float& bv, int32_t& bi) {
+  for (int o = 16; o > 0; o >>= 1)
+    keepBest(__shfl_xor_sync(0xffffffffu, bv, o), __shfl_xor_sync(0xffffffffu, bi, o), bv, bi);
+}
+
 // Calls f(T{}) with T the element type of `dt` (float, __nv_bfloat16 or __half) and returns its
 // result; cudaErrorInvalidValue for any other dtype.
 template <typename F>
