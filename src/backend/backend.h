@@ -191,17 +191,6 @@ class Backend {
   // without the temporary where the backend can add in the product (the CUDA backend does).
   virtual void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias,
                          TensorView residual) = 0;
-  // A normed product, as a Llama block takes its inputs: normed = rmsNorm(x) * norm_weight,
-  // out = normed W^T (+ bias), and with `act`, act = silu(out[:, :I]) * out[:, I:] (out [n, 2I]).
-  // What rmsNorm, linear and siluMul do one after another (this default); `normed` and, with
-  // `act`, `out` are scratch of the activation dtype that a backend fusing the steps may leave
-  // unwritten (the CUDA backend, for decode-sized steps, with the same bits).
-  virtual void normLinear(const TensorView& x, const TensorView& norm_weight, float eps, TensorView normed,
-                          const TensorView& weight, const TensorView* bias, TensorView out, TensorView* act = nullptr) {
-    rmsNorm(x, norm_weight, eps, normed);
-    linear(normed, weight, bias, out);
-    if (act) siluMul(out, *act);
-  }
   // out[i, :] = src[logit_rows[i], :] for the step's logits rows
   virtual void gatherLogitRows(const TensorView& src, TensorView out) = 0;
   // gate_up [n, 2*i] = [gate | up] -> out [n, i] = silu(gate) * up

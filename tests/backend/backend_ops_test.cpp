@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <numeric>
@@ -368,78 +367,6 @@ TEST_P(BackendOps, Linear) {
     cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, ac);
     gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, ag);
     expectClose(get(*gpu_, ag), get(*cpu_, ac), 1e-5, 1e-4, "linearAdd (aligned) " + what);
-  }
-}
-
-// normLinear: RMSNorm, product and (with act) SiLU·mul, as a Llama block takes its inputs. On the
-// GPU, one row (batch-1 decode) takes one launch (the norm inside the matrix-vector kernel) that must give
-// the same bits as the three ops one after another (Backend::normLinear, the default) and leave
-// the scratch it fuses away unwritten; both agree with the CPU given the GPU's roundings in between.
-TEST_P(BackendOps, NormLinear) {
-  const DType act = gpu_->activationDtype(), kF = DType::kF32;
-  const char* disabled = std::getenv("LLMRT_CUDA_DISABLE");
-  struct Case {
-    int64_t m, k, n;
-    bool bias, silu, f32_out;
-  };
-  // One row is fused: k 64 and 72 norm in blocks of 32 threads, 136 of 64, 4104 with 5 float4 per
-  // thread, 8192 with 8; k 8200 is beyond the norm kernel's float4 path. More rows: the three ops.
-  for (const Case& c : {Case{1, 64, 3, false, false, false}, Case{1, 4096, 1001, true, false, true},
-                        Case{1, 136, 96, true, true, false}, Case{1, 1024, 258, false, true, false},
-                        Case{1, 4104, 64, true, false, false}, Case{1, 72, 10, true, true, false},
-                        Case{1, 8192, 40, false, false, true}, Case{1, 8200, 16, false, false, false},
-                        Case{3, 1024, 130, true, true, false}, Case{9, 256, 66, true, true, false}}) {
-    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) +
-                             (c.silu ? " silu" : "") + (c.f32_out ? " f32 out" : "");
-    const DType out_dtype = c.f32_out ? kF : act;
-    const int64_t n_act = c.n / 2;
-    std::vector<float> x = randomVec(static_cast<size_t>(c.m * (c.k + 8)), rng_, 3.0f);
-    std::vector<float> w = randomVec(static_cast<size_t>(c.n * c.k), rng_, 0.05f);
-    roundTo(w, weights());
-    auto [nwc, nwg] = weight(randomVec(static_cast<size_t>(c.k), rng_), Shape{c.k});
-    auto [wc, wg] = weight(w, Shape{c.n, c.k});
-    auto [bc, bg] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
-    // x: rows of a wider buffer (row stride k + 8, 16-byte aligned columns).
-    auto [xc_full, xg_full] = put(0, c.m, c.k + 8, x);
-    TensorView xc = columns(xc_full, 4, c.k), xg = columns(xg_full, 4, c.k);
-    const TensorView* bias_g = c.bias ? &bg : nullptr;
-
-    // GPU, fused where it applies, then the three ops (scratch poisoned first).
-    auto [nc, ng] = put(1, c.m, c.k, {}, act);
-    auto [oc, og] = put(2, c.m, c.n, {}, out_dtype);
-    auto [ac, ag] = put(3, c.m, std::max<int64_t>(n_act, 1), {}, act);
-    gpu_->normLinear(xg, nwg, 1e-5f, ng, wg, bias_g, og, c.silu ? &ag : nullptr);
-    const std::vector<float> fused = get(*gpu_, c.silu ? ag : og);
-    auto [nc2, ng2] = put(4, c.m, c.k, {}, act);
-    auto [oc2, og2] = put(5, c.m, c.n, {}, out_dtype);
-    auto [ac2, ag2] = put(6, c.m, std::max<int64_t>(n_act, 1), {}, act);
-    gpu_->Backend::normLinear(xg, nwg, 1e-5f, ng2, wg, bias_g, og2, c.silu ? &ag2 : nullptr);
-    expectClose(fused, get(*gpu_, c.silu ? ag2 : og2), 0.0, 0.0, "normLinear fused vs ops " + what);
-    const bool fusible = halfWeights() && c.m == 1 && c.k % 8 == 0 && c.k <= 8192;
-    if (!disabled && fusible) {
-      const std::vector<float> normed = get(*gpu_, ng);
-      EXPECT_TRUE(std::all_of(normed.begin(), normed.end(), [](float v) { return std::isnan(v); }))
-          << "the fused launch wrote the normed rows: " << what;
-    }
-
-    // CPU: the same steps with the GPU's roundings between them.
-    auto [ncc, ncg] = put(7, c.m, c.k, {});
-    cpu_->rmsNorm(xc, nwc, 1e-5f, ncc);
-    std::vector<float> normed = get(*cpu_, ncc);
-    roundTo(normed, act);
-    ASSERT_TRUE(cpu_->copyFromHost(normed.data(), ncc).isOk());
-    cpu_->linear(ncc, wc, c.bias ? &bc : nullptr, oc);
-    std::vector<float> ref = get(*cpu_, oc);
-    roundTo(ref, out_dtype);
-    if (c.silu) {
-      ASSERT_TRUE(cpu_->copyFromHost(ref.data(), oc).isOk());
-      cpu_->siluMul(oc, ac);
-      ref = get(*cpu_, ac);
-    }
-    const bool half_out = (c.silu ? act : out_dtype) != kF;
-    // A normed feature may round the other way on the two backends (different summation orders).
-    expectClose(fused, ref, act == kF ? 1e-5 : 6e-3, act == kF ? 1e-4 : 2e-2, "normLinear vs CPU " + what,
-                half_out ? halfStep(act) : 0.0);
   }
 }
 

@@ -99,13 +99,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   bool rowgroup = true;        // the row-group sampling kernel
   bool vector_ops = true;      // float4 kernels for RMSNorm and RoPE + KV write
   // Switches for measurements and diagnosis:
-  // LLMRT_CUDA_DISABLE=graphs,gemv,fusion,flash,mmadecode,bf16act,pdl,sampling,compact,rowgroup,vecops
+  // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling,compact,rowgroup,vecops
   // (comma-separated).
   if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
     const std::string v = off;
     b->use_graphs_ = v.find("graphs") == std::string::npos;
     b->use_gemv_ = v.find("gemv") == std::string::npos;
-    b->use_fusion_ = v.find("fusion") == std::string::npos;
     b->use_flash_ = v.find("flash") == std::string::npos;
     b->use_mma_decode_ = v.find("mmadecode") == std::string::npos;
     half_activations = half_activations && v.find("bf16act") == std::string::npos;
@@ -114,11 +113,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_compact_sampling_ = v.find("compact") == std::string::npos;
     rowgroup = v.find("rowgroup") == std::string::npos;
     vector_ops = v.find("vecops") == std::string::npos;
-    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, norm/SiLU in gemv %s, flash attention %s, tensor-core "
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
                    "decode attention %s, 16-bit activations %s, dependent launch %s, sampling on the GPU %s, compact "
                    "sampling pass %s, row-group sampling %s, vector norm/RoPE kernels %s)",
-                   off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_fusion_ ? "on" : "off",
-                   b->use_flash_ ? "on" : "off",
+                   off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
                    b->use_mma_decode_ ? "on" : "off",
                    half_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
                    b->use_compact_sampling_ ? "on" : "off", rowgroup ? "on" : "off", vector_ops ? "on" : "off");

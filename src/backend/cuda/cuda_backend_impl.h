@@ -102,8 +102,6 @@ class CudaBackend final : public Backend {
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
   void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView residual) override;
-  void normLinear(const TensorView& x, const TensorView& norm_weight, float eps, TensorView normed,
-                  const TensorView& weight, const TensorView* bias, TensorView out, TensorView* act) override;
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
@@ -283,7 +281,6 @@ class CudaBackend final : public Backend {
   // CUDA graphs per (key, step layout).
   bool use_graphs_ = true;
   bool use_gemv_ = true;
-  bool use_fusion_ = true;  // normLinear's norm (and SiLU·mul) inside the matrix-vector kernel
   bool use_flash_ = true;
   bool use_mma_decode_ = true;
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)

@@ -196,35 +196,6 @@ void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
                                     out.dtype, ld(out), stream_));
 }
 
-// The decode-sized case in one launch (cuda::gemvNorm: the same bits as the three ops, neither
-// `normed` nor, with `act`, `out` written); everything else as rmsNorm, linear and siluMul.
-void CudaBackend::normLinear(const TensorView& x, const TensorView& norm_weight, float eps, TensorView normed,
-                             const TensorView& w, const TensorView* bias, TensorView out, TensorView* act) {
-  if (failed()) return;
-  const int64_t m = rows(x), k = cols(x), n = w.shape[0];
-  const TensorView& dst = act ? *act : out;
-  const bool half_w = w.dtype == DType::kBF16 || w.dtype == DType::kF16;
-  auto typeOk = [&](const TensorView& t) { return t.dtype == DType::kF32 || t.dtype == w.dtype; };
-  // One row only: every block of the product norms the rows again, and with more rows the kernels
-  // hold fewer blocks per SM (registers), so that prologue runs in several waves (H100, 8B shapes:
-  // batch 4 decode 7.28 vs 6.76 ms per step unfused; batch 1 5.815 vs 5.841 ms per token).
-  const bool fuse = use_fusion_ && use_gemv_ && half_w && m == 1 && x.dtype == DType::kF32 &&
-                    norm_weight.dtype == DType::kF32 && typeOk(normed) && typeOk(dst) &&
-                    (!act || (act->dtype == out.dtype && cols(out) == n && 2 * cols(*act) == n && rows(*act) == m)) &&
-                    cuda::gemvNormSupported(f32(x), f32(norm_weight), k, normed.dtype);
-  if (!fuse) {
-    Backend::normLinear(x, norm_weight, eps, normed, w, bias, out, act);
-    return;
-  }
-  assert(w.shape[1] == k && cols(normed) == k && (act || cols(out) == n));
-  OpScope scope(this, [&] {
-    return strprintf("normLinear%s gemv m<=1 n=%lld k=%lld", act ? "+siluMul" : "", static_cast<long long>(n),
-                     static_cast<long long>(k));
-  });
-  LLMRT_CUDA_OP_CHECK(cuda::gemvNorm(f32(x), f32(norm_weight), eps, normed.dtype, w.data, w.dtype, k, n,
-                                     bias ? f32(*bias) : nullptr, act != nullptr, dst.data, dst.dtype, stream_));
-}
-
 void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
   product(x, w, bias, out, false);
 }

@@ -23,11 +23,6 @@ void setVectorOpsEnabled(bool on);
 // out = rmsNorm(x) * w per row; out is F32, BF16 or F16 (`out_dtype`); the rest float32.
 cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream);
-// The float4 RMSNorm kernel's block size for rows of `cols` features, and whether that kernel
-// takes such rows (sizes and the vecops switch; alignment aside). The product with a fused
-// RMSNorm (gemvNorm) sums squares in the same order, so its normed rows are those bits.
-int rmsNormVecThreads(int64_t cols);
-bool rmsNormVecApplies(int64_t cols);
 // out[r, :] += bias (out F32, BF16 or F16)
 cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bias, int64_t rows, int64_t cols,
                     cudaStream_t stream);
@@ -211,16 +206,5 @@ bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
                  int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
                  cudaStream_t stream);
-// The same product for one row with the row RMS-normed on the way in: out = rmsNorm(x) * norm_w
-// (rounded to normed_dtype, F32 or w_dtype, as the RMSNorm kernel would write it) W^T (+ bias), and
-// with silu_mul, W = [gate; up] (n = 2 * inter rows) and out [inter] = silu(gate) * up of the
-// product's halves (each rounded to out_dtype first, as a product tensor of that type holds them).
-// The same bits as rmsNorm, gemv and siluMul one after another, in one launch: each block norms
-// the row into shared memory. x F32 [k]; gemvNormSupported says whether a call qualifies (it also
-// needs the float4 RMSNorm kernel's conditions, rmsNormVecApplies).
-bool gemvNormSupported(const float* x, const float* norm_w, int64_t k, DType normed_dtype);
-cudaError_t gemvNorm(const float* x, const float* norm_w, float eps, DType normed_dtype, const void* w, DType w_dtype,
-                     int64_t k, int64_t n, const float* bias, bool silu_mul, void* out, DType out_dtype,
-                     cudaStream_t stream);
 
 }  // namespace llmrt::cuda

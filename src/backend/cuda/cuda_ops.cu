@@ -32,11 +32,16 @@ __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids,
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) out[r * ld_out + i] = toFloat(src[i]);
 }
 
-// Block-wide sum; every thread gets the result. `red` holds 32 floats.
-__device__ float blockSum(float v, float (*red)[32]) {
-  float a[1] = {v};
-  blockSums<1>(a, red);
-  return a[0];
+// Block-wide sum; every thread gets the result. `red` holds one float per warp.
+__device__ float blockSum(float v, float* red) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  __syncthreads();  // `red` may still be read from a previous call
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float s = 0.0f;
+  for (int w = 0; w < warps; ++w) s += red[w];
+  return s;
 }
 
 template <typename TO>
@@ -44,13 +49,13 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, const float* w, floa
                               int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
-  __shared__ float red[1][32];
+  __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * ld_x;
   float ss = 0.0f;
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
   ss = blockSum(ss, red);
-  const float inv = rmsInverse(ss, cols, eps);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) storeFloat(out + r * ld_out + i, w[i] * (xr[i] * inv));
 }
 
@@ -62,7 +67,7 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, f
                                  int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
-  __shared__ float red[1][32];
+  __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
   const int n4 = cols / 4;
@@ -73,16 +78,18 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, f
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= n4) break;
     v[j] = xr[i];
-    ss += sumSquares(v[j]);
+    ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
   }
   ss = blockSum(ss, red);
-  const float inv = rmsInverse(ss, cols, eps);
+  const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
   const float4* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= n4) break;
-    store4(out + r * ld_out + 4 * i, rmsScaled(v[j], w4[i], inv));
+    const float4 g = w4[i];
+    store4(out + r * ld_out + 4 * i,
+           make_float4(g.x * (v[j].x * inv), g.y * (v[j].y * inv), g.z * (v[j].z * inv), g.w * (v[j].w * inv)));
   }
 }
 
@@ -116,7 +123,7 @@ __global__ void siluMulKernel(const TI* gu, int64_t ld_gu, int64_t rows, int64_t
   if (i >= inter) return;
   for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
     const float g = toFloat(gu[r * ld_gu + i]), u = toFloat(gu[r * ld_gu + inter + i]);
-    storeFloat(out + r * ld_out + i, siluTimes(g, u));
+    storeFloat(out + r * ld_out + i, (g / (1.0f + expf(-g))) * u);
   }
 }
 
@@ -134,7 +141,7 @@ __global__ void siluMulVecKernel(const TI* gu, int64_t ld_gu, int64_t rows, int6
     float4 g0, g1, u0, u1;
     load8(gu + r * ld_gu + i, g0, g1);
     load8(gu + r * ld_gu + inter + i, u0, u1);
-    auto f = [](float g, float u) { return siluTimes(g, u); };
+    auto f = [](float g, float u) { return (g / (1.0f + expf(-g))) * u; };
     store8(out + r * ld_out + i, make_float4(f(g0.x, u0.x), f(g0.y, u0.y), f(g0.z, u0.z), f(g0.w, u0.w)),
            make_float4(f(g1.x, u1.x), f(g1.y, u1.y), f(g1.z, u1.z), f(g1.w, u1.w)));
   }
@@ -402,24 +409,15 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
   }));
 }
 
-int rmsNormVecThreads(int64_t cols) {
-  const int64_t n4 = cols / 4;
-  return n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
-}
-
-bool rmsNormVecApplies(int64_t cols) {
-  // 4 features per float4, up to 8 float4 per thread of up to 256.
-  const int64_t threads = rmsNormVecThreads(cols);
-  const int64_t per_thread = threads > 0 ? (cols / 4 + threads - 1) / threads : 0;
-  return g_vector_ops.load(std::memory_order_relaxed) && cols % 4 == 0 && per_thread >= 1 && per_thread <= 8;
-}
-
 cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  const int threads = rmsNormVecThreads(cols);
-  const int64_t per_thread = threads > 0 ? (cols / 4 + threads - 1) / threads : 0;
-  const bool vec = rmsNormVecApplies(cols) && ld_x % 4 == 0 && ld_out % 4 == 0 && aligned16(x) && aligned16(w) &&
+  // The vector kernel: 4 features per float4, up to 8 float4 per thread of up to 256.
+  const int64_t n4 = cols / 4;
+  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
+  const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
+  const bool vec = g_vector_ops.load(std::memory_order_relaxed) && cols % 4 == 0 && per_thread >= 1 &&
+                   per_thread <= 8 && ld_x % 4 == 0 && ld_out % 4 == 0 && aligned16(x) && aligned16(w) &&
                    reinterpret_cast<uintptr_t>(out) % 8 == 0 && (out_dtype != DType::kF32 || aligned16(out));
   return launched(withElementType(out_dtype, [&](auto tag) {
     using TO = decltype(tag);

@@ -71,57 +71,6 @@ __device__ __forceinline__ void store4(H* p, const float4& a) {
   *reinterpret_cast<uint2*>(p) = v;
 }
 
-// A float rounded to H (nearest even) and widened back: what a store to an H tensor and a
-// later load of it give.
-template <typename H>
-__device__ __forceinline__ float roundThrough(float v) {
-  H h;
-  storeFloat(&h, v);
-  return toFloat(h);
-}
-
-// silu(g) * u, the one formula of every SiLU·mul (element-wise kernels and the product's fused
-// epilogue give the same bits).
-__device__ __forceinline__ float siluTimes(float g, float u) { return (g / (1.0f + expf(-g))) * u; }
-
-// x.x^2 + x.y^2 + x.z^2 + x.w^2: the per-float4 term of every RMSNorm's sum of squares.
-__device__ __forceinline__ float sumSquares(const float4& v) {
-  return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-}
-
-// 1 / rms of a row of `cols` features whose squares sum to ss, and a float4 of its features
-// scaled by it and by the norm's weights g: the RMSNorm kernels' and the fused product's formula.
-__device__ __forceinline__ float rmsInverse(float ss, int64_t cols, float eps) {
-  return 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
-}
-__device__ __forceinline__ float4 rmsScaled(const float4& v, const float4& g, float inv) {
-  return make_float4(g.x * (v.x * inv), g.y * (v.y * inv), g.z * (v.z * inv), g.w * (v.w * inv));
-}
-
-// Block-wide sums of N values per thread: each is reduced across its warp (xor tree), then
-// over the warps in order from 0.0f; every thread gets the totals. `red` holds N x 32 floats.
-// The order depends on the block's size only through its warp count, and warps whose
-// threads all contribute 0 leave the bits unchanged, so a block of 256 threads with only the
-// first T contributing sums as a block of T threads does.
-template <int N>
-__device__ __forceinline__ void blockSums(float (&v)[N], float (*red)[32]) {
-#pragma unroll
-  for (int j = 0; j < N; ++j)
-    for (int o = 16; o > 0; o >>= 1) v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  __syncthreads();  // `red` may still be read from a previous call
-  if (lane == 0)
-#pragma unroll
-    for (int j = 0; j < N; ++j) red[j][warp] = v[j];
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < N; ++j) {
-    float s = 0.0f;
-    for (int w = 0; w < warps; ++w) s += red[j][w];
-    v[j] = s;
-  }
-}
-
 // Argmax pieces (ties: the lowest id). keepBest: (bv, bi) becomes (v, i) when v is larger, or equal
 // with a lower id. warpArgmax: (bv, bi) becomes the warp's maximum; every lane gets it.
 __device__ __forceinline__ void keepBest(float v, int32_t i, float& bv, int32_t& bi) {
