@@ -23,6 +23,10 @@ LLMRT_CUDA_DISABLE=vecops $C/backend_ops_test --gtest_filter='*RmsNorm*:*RopeWri
   > "$OUT/ops_novecops.log" 2>&1
 echo "backend_ops_test (vecops off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_novecops.log" | head -10
 
+# The RMSNorm split over the decode products (opt-in, LLMRT_CUDA_NORM_SPLIT=1).
+LLMRT_CUDA_NORM_SPLIT=1 $C/backend_ops_test --gtest_filter='*LinearAddNormLinear*' > "$OUT/ops_normsplit.log" 2>&1
+echo "backend_ops_test (norm split) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_normsplit.log" | head -10
+
 echo "== device_sampling_test"
 $C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1
 echo "device_sampling_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran|us per step" "$OUT/sampling.log" | head -40

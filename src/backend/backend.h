@@ -191,6 +191,19 @@ class Backend {
   // without the temporary where the backend can add in the product (the CUDA backend does).
   virtual void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias,
                          TensorView residual) = 0;
+  // A residual product followed by a product of the RMS-normed residual, as Llama blocks chain
+  // them (o -> gate|up, down -> the next q/k/v): residual += x W1^T (+ b1); normed = rmsNorm(residual)
+  // * norm_weight; out = normed W2^T (+ b2). What linearAdd, rmsNorm and linear do one after another
+  // (this default). `normed` is scratch of the activation dtype: a backend splitting the norm over
+  // the two products (the CUDA backend for decode-sized steps, opt-in) leaves other values in it,
+  // and its `out` then differs from the three ops' by roundings only.
+  virtual void linearAddNormLinear(const TensorView& x, const TensorView& w1, const TensorView* b1,
+                                   TensorView residual, const TensorView& norm_weight, float eps, TensorView normed,
+                                   const TensorView& w2, const TensorView* b2, TensorView out) {
+    linearAdd(x, w1, b1, residual);
+    rmsNorm(residual, norm_weight, eps, normed);
+    linear(normed, w2, b2, out);
+  }
   // out[i, :] = src[logit_rows[i], :] for the step's logits rows
   virtual void gatherLogitRows(const TensorView& src, TensorView out) = 0;
   // gate_up [n, 2*i] = [gate | up] -> out [n, i] = silu(gate) * up

@@ -244,22 +244,27 @@ void LlamaModel::run(int64_t T, int64_t R) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   const float eps = static_cast<float>(c.rms_norm_eps);
 
-  // Residual stream x; h the normed input of each block. The o and down products add
-  // their output to x (linearAdd: on CUDA inside the product, no temporary).
+  // Residual stream x; h the normed input of each block. The o and down products add their
+  // output to x (linearAdd: on CUDA inside the product, no temporary); each is chained to the
+  // product of the next normed input (linearAddNormLinear, which may split the norm over the two).
   backend_.embedding(embed_, x);
   backend_.rmsNorm(x, layers_[0].input_norm, eps, h);
+  backend_.linear(h, layers_[0].qkv_w, layers_[0].qkv_b.data ? &layers_[0].qkv_b : nullptr, qkv);
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     const int64_t layer = static_cast<int64_t>(li);
-    backend_.linear(h, L.qkv_w, L.qkv_b.data ? &L.qkv_b : nullptr, qkv);
     backend_.ropeWriteKv(layer, q, k, v, c.head_dim);
     backend_.attention(layer, q, c.num_attention_heads, L.sliding_window.value_or(0), scale, attn_out);
-    backend_.linearAdd(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, x);
-    backend_.rmsNorm(x, L.post_norm, eps, h);
-    backend_.linear(h, L.gate_up_w, L.gate_up_b.data ? &L.gate_up_b : nullptr, gate_up);
+    backend_.linearAddNormLinear(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, x, L.post_norm, eps, h,
+                                 L.gate_up_w, L.gate_up_b.data ? &L.gate_up_b : nullptr, gate_up);
     backend_.siluMul(gate_up, act);
-    backend_.linearAdd(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, x);
-    if (li + 1 < layers_.size()) backend_.rmsNorm(x, layers_[li + 1].input_norm, eps, h);
+    if (li + 1 < layers_.size()) {
+      const Layer& next = layers_[li + 1];
+      backend_.linearAddNormLinear(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, x, next.input_norm, eps, h,
+                                   next.qkv_w, next.qkv_b.data ? &next.qkv_b : nullptr, qkv);
+    } else {
+      backend_.linearAdd(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, x);
+    }
   }
   if (R == 0) return;
   backend_.gatherLogitRows(x, last);

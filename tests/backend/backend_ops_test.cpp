@@ -12,10 +12,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
+
 #include <memory>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
@@ -367,6 +371,124 @@ TEST_P(BackendOps, Linear) {
     cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, ac);
     gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, ag);
     expectClose(get(*gpu_, ag), get(*cpu_, ac), 1e-5, 1e-4, "linearAdd (aligned) " + what);
+  }
+}
+
+// linearAddNormLinear: a residual product, the RMSNorm of the residual, the next product (o ->
+// gate|up, down -> q/k/v). On the GPU, decode-sized steps (up to 8 rows, 16-bit weights) split the
+// norm over the two matrix-vector launches: the first leaves residual * norm weight (rounded to the
+// activation dtype) in the scratch with per-block sums of squares, the second scales its product
+// by 1 / rms; the residual and the output match the CPU doing that. Other steps run the three ops,
+// whose second product takes the normed rows in the activation dtype.
+TEST_P(BackendOps, LinearAddNormLinear) {
+  const DType act = gpu_->activationDtype(), kF = DType::kF32;
+  // The split is opt-in (LLMRT_CUDA_NORM_SPLIT=1; scripts/cuda/device_check.sh runs both ways).
+  const char* off = std::getenv("LLMRT_CUDA_DISABLE");
+  const char* on = std::getenv("LLMRT_CUDA_NORM_SPLIT");
+  const bool split_enabled =
+      on && std::string(on) == "1" && (!off || std::string(off).find("gemv") == std::string::npos);
+  struct Case {
+    int64_t m, k, h, n;
+    bool bias, f32_out;
+  };
+  // h 4104: 513 blocks of sums of squares for one row (a second pass over them), h 17000 at two
+  // rows 1063 (wide: two rows per warp); n 16400: the wide second product; h 100: not split.
+  for (const Case& c : {Case{1, 64, 64, 3, false, false}, Case{1, 256, 4104, 1001, true, true},
+                        Case{2, 136, 1024, 258, false, true}, Case{3, 8, 8, 10, true, false},
+                        Case{4, 512, 4096, 64, true, false}, Case{8, 2048, 520, 130, false, true},
+                        Case{5, 264, 136, 77, true, false}, Case{9, 256, 128, 66, true, false},
+                        Case{1, 96, 100, 5, false, false}, Case{2, 40, 17000, 24, true, true},
+                        Case{1, 64, 256, 16400, true, false}}) {
+    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.h) + "x" +
+                             std::to_string(c.n) + (c.bias ? " bias" : "") + (c.f32_out ? " f32 out" : "");
+    const DType out_dtype = c.f32_out ? kF : act;
+    std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
+    roundTo(x, act);  // the first product's input is an activation (attention out, SiLU·mul)
+    std::vector<float> w1 = randomVec(static_cast<size_t>(c.h * c.k), rng_, 0.05f);
+    std::vector<float> w2 = randomVec(static_cast<size_t>(c.n * c.h), rng_, 0.05f);
+    roundTo(w1, weights());
+    roundTo(w2, weights());
+    auto [w1c, w1g] = weight(w1, Shape{c.h, c.k});
+    auto [b1c, b1g] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
+    auto [nwc, nwg] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
+    auto [w2c, w2g] = weight(w2, Shape{c.n, c.h});
+    auto [b2c, b2g] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
+    auto [xc, xg] = put(0, c.m, c.k, x, act);
+    auto [rc, rg] = put(1, c.m, c.h, randomVec(static_cast<size_t>(c.m * c.h), rng_, 3.0f));
+    auto [nc, ng] = put(2, c.m, c.h, {}, act);
+    auto [oc, og] = put(3, c.m, c.n, {}, out_dtype);
+    gpu_->linearAddNormLinear(xg, w1g, c.bias ? &b1g : nullptr, rg, nwg, 1e-5f, ng, w2g, c.bias ? &b2g : nullptr, og);
+    const std::vector<float> got = get(*gpu_, og), got_residual = get(*gpu_, rg), got_normed = get(*gpu_, ng);
+    const bool split = split_enabled && halfWeights() && c.m <= 8 && c.k % 8 == 0 && c.h % 8 == 0;
+
+    // CPU: the three ops, the normed rows rounded as the GPU's second product takes them. Split,
+    // the GPU rounds residual * g instead and scales the product by 1 / rms (float32).
+    cpu_->linearAdd(xc, w1c, c.bias ? &b1c : nullptr, rc);
+    const std::vector<float> residual = get(*cpu_, rc);
+    expectClose(got_residual, residual, 1e-5, 1e-4, "linearAddNormLinear residual " + what);
+    const std::vector<float>& g = kept_weights_[kept_weights_.size() - 3];
+    std::vector<float> scaled(residual.size()), inv(static_cast<size_t>(c.m));
+    for (int64_t r = 0; r < c.m; ++r) {
+      double ss = 0.0;
+      for (int64_t j = 0; j < c.h; ++j) {
+        const float v = residual[static_cast<size_t>(r * c.h + j)];
+        ss += static_cast<double>(v) * v;
+        scaled[static_cast<size_t>(r * c.h + j)] = v * g[static_cast<size_t>(j)];
+      }
+      inv[static_cast<size_t>(r)] = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(c.h) + 1e-5));
+    }
+    roundTo(scaled, act);
+    cpu_->rmsNorm(rc, nwc, 1e-5f, nc);
+    std::vector<float> normed = get(*cpu_, nc);
+    roundTo(normed, act);
+    ASSERT_TRUE(cpu_->copyFromHost((split ? scaled : normed).data(), nc).isOk());
+    cpu_->linear(nc, w2c, nullptr, oc);
+    std::vector<float> want = get(*cpu_, oc);
+    const std::vector<float> b2 = kept_weights_.back();
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] = (split ? want[i] * inv[i / static_cast<size_t>(c.n)] : want[i]) +
+                (c.bias ? b2[i % static_cast<size_t>(c.n)] : 0.0f);
+    roundTo(want, out_dtype);
+    // A normed feature may round the other way on the two backends (different summation orders).
+    const double rel = act == kF ? 1e-5 : 6e-3, abs = act == kF ? 1e-4 : 2e-2;
+    expectClose(got, want, rel, abs, std::string("linearAddNormLinear ") + (split ? "split " : "") + what,
+                out_dtype != kF ? halfStep(out_dtype) : 0.0);
+    // The scratch: the residual times the norm's weights when split, else the normed rows.
+    expectClose(got_normed, split ? scaled : normed, rel, act == kF ? 1e-4 : 0.05,
+                "linearAddNormLinear normed scratch " + what, act != kF ? halfStep(act) : 0.0);
+  }
+}
+
+// A row's linearAddNormLinear result is the same bits whatever rows share its step of 1..8 rows
+// (the matrix-vector kernel; with LLMRT_CUDA_NORM_SPLIT=1 the split path, whose sums of squares
+// are batch-invariant; the executor's proofs compare batched with solo runs).
+TEST_P(BackendOps, LinearAddNormLinearRowsDoNotDependOnTheBatch) {
+  if (!halfWeights()) GTEST_SKIP() << "float32 weights take cuBLAS, not the matrix-vector kernel";
+  const int64_t k = 512, h = 4096, n = 6144, rows = 8;
+  std::vector<float> w1 = randomVec(static_cast<size_t>(h * k), rng_, 0.05f);
+  std::vector<float> w2 = randomVec(static_cast<size_t>(n * h), rng_, 0.05f);
+  auto [w1c, w1g] = weight(w1, Shape{h, k});
+  auto [nwc, nwg] = weight(randomVec(static_cast<size_t>(h), rng_), Shape{h});
+  auto [w2c, w2g] = weight(w2, Shape{n, h});
+  auto [b2c, b2g] = weight(randomVec(static_cast<size_t>(n), rng_), Shape{n});
+  const DType act = gpu_->activationDtype();
+  const std::vector<float> x = randomVec(static_cast<size_t>(rows * k), rng_);
+  const std::vector<float> res = randomVec(static_cast<size_t>(rows * h), rng_, 3.0f);
+  auto run = [&](int64_t first, int64_t m) {
+    auto [xc, xg] = put(0, m, k, std::vector<float>(x.begin() + first * k, x.begin() + (first + m) * k), act);
+    auto [rc, rg] = put(1, m, h, std::vector<float>(res.begin() + first * h, res.begin() + (first + m) * h));
+    auto [nc, ng] = put(2, m, h, {}, act);
+    auto [oc, og] = put(3, m, n, {}, act);
+    gpu_->linearAddNormLinear(xg, w1g, nullptr, rg, nwg, 1e-5f, ng, w2g, &b2g, og);
+    return get(*gpu_, og);
+  };
+  for (int64_t m = 1; m <= rows; ++m) {
+    const std::vector<float> batch = run(0, m);
+    for (int64_t r = 0; r < m; ++r) {
+      const std::vector<float> alone = run(r, 1);
+      ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + r * n, static_cast<size_t>(n) * sizeof(float)))
+          << "row " << r << " of " << m << " differs from the row alone";
+    }
   }
 }
 

@@ -124,6 +124,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   cuda::setPdlEnabled(pdl);
   cuda::setVectorOpsEnabled(vector_ops);
   b->group_capacity_ = rowgroup ? cuda::sampleGroupCapacity() : 0;
+  // The RMSNorm split over the decode products (linearAddNormLinear): opt-in, LLMRT_CUDA_NORM_SPLIT=1.
+  // Faster at batch 1 (H200, 8B shapes: 4.29 vs 4.46 ms per token) but it rounds the normed rows
+  // before the 1 / rms scaling, and steps of more than 8 rows (cuBLAS) still round after it, so a
+  // sequence's bf16 tokens would depend on whether its decode rows shared a step with a prompt
+  // (the executor's tight-pool proof fails on the tiny test model). docs/perf.md, session 13.
+  if (const char* ns = std::getenv("LLMRT_CUDA_NORM_SPLIT")) {
+    b->use_norm_split_ = std::string(ns) == "1";
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_NORM_SPLIT=%s (norm split over the decode products %s)", ns,
+                   b->use_norm_split_ ? "on" : "off");
+  }
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
   if (const char* w = std::getenv("LLMRT_CUDA_SPLIT_WAVES")) {
     const int v = std::atoi(w);
@@ -152,8 +162,8 @@ CudaBackend::~CudaBackend() {
   dropGraphs();
   for (void* p : weights_) (void)cudaFree(p);
   for (Buffer& b : scratch_) release(b);
-  for (Buffer* b : {&meta_, &half_x_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_, &sample_out_[0],
-                    &sample_out_[1], &sample_compact_, &sample_group_})
+  for (Buffer* b : {&meta_, &half_x_, &norm_sums_, &cublas_ws_, &partial_, &argmax_[0], &argmax_[1], &sample_in_,
+                    &sample_out_[0], &sample_out_[1], &sample_compact_, &sample_group_})
     release(*b);
   if (stream_) (void)cudaStreamSynchronize(stream_);
   if (pool_) (void)cudaMemPoolDestroy(pool_);
@@ -233,6 +243,8 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (options_.weight_dtype != DType::kF32)  // (hi and lo parts with float32 activations)
     reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
   for (Buffer& b : argmax_) reserve(b, static_cast<size_t>(max_tokens) * sizeof(int32_t), false);
+  reserve(norm_sums_, static_cast<size_t>(cuda::kGemvMaxRows * ((max_width + cuda::kGemvNormGroup - 1) /
+                                                                  cuda::kGemvNormGroup)) * sizeof(float));
   return error_;  // set by a failed reserve
 }
 

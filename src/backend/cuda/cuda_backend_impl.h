@@ -102,6 +102,9 @@ class CudaBackend final : public Backend {
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
   void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView residual) override;
+  void linearAddNormLinear(const TensorView& x, const TensorView& w1, const TensorView* b1, TensorView residual,
+                           const TensorView& norm_weight, float eps, TensorView normed, const TensorView& w2,
+                           const TensorView* b2, TensorView out) override;
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
@@ -207,6 +210,7 @@ class CudaBackend final : public Backend {
   std::vector<std::string> converted_names_;  // tag -> weight name, for finishWeights' error
   std::vector<Buffer> scratch_;
   Buffer half_x_;    // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
+  Buffer norm_sums_;  // linearAddNormLinear: the residual product's per-block sums of squares
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   Buffer partial_;    // split-key attention partial states
   // Step results (argmaxRowsAsync ids or sampleRowsAsync rows) by ticket parity: on the device
@@ -281,6 +285,7 @@ class CudaBackend final : public Backend {
   // CUDA graphs per (key, step layout).
   bool use_graphs_ = true;
   bool use_gemv_ = true;
+  bool use_norm_split_ = false;  // linearAddNormLinear's norm split over its two gemv products (opt-in)
   bool use_flash_ = true;
   bool use_mma_decode_ = true;
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)

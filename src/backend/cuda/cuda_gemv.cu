@@ -6,10 +6,17 @@
 // shared by every warp) is read with 16-byte loads through L1. The dot products accumulate in
 // float32 and are reduced across the warp at the end, bias added in the same pass.
 // No conversion of x to bf16, no workspace: one launch per product.
+//
+// The RMSNorm between a residual product and the next product (o -> gate|up, down -> q/k/v) can
+// be split over the two, so no norm kernel sits between them on the critical path: the residual
+// product (GemvNormOut) also stores residual * g (the norm's weights; not yet scaled) and the sums
+// of squares of groups of 8 residual columns; the next product (GemvNormIn) reads those rows as
+// its x and scales its dot products by 1 / rms, adding the groups' sums in a fixed order.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
@@ -45,12 +52,13 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 }
 
 // W: the weights' type (__nv_bfloat16 or __half); TX: float or W; out float or W (out_half).
-template <int M, int R, int U, typename W, typename TX>
-__global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__ x, int64_t ld_x,
-                                                          const W* __restrict__ w, int64_t k,
-                                                          int64_t n, const float* __restrict__ bias,
-                                                          void* __restrict__ out, bool out_half, int64_t ld_out,
-                                                          bool accumulate, int prefetch) {
+// NORM_IN: x holds normed rows not yet scaled (norm_in); NORM_OUT: out is the float32 residual
+// (accumulate) and the rows' norm inputs go to norm_out.
+template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
+__device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x, const W* __restrict__ w, int64_t k,
+                                         int64_t n, const float* __restrict__ bias, void* __restrict__ out,
+                                         bool out_half, int64_t ld_out, bool accumulate, int prefetch,
+                                         const GemvNormIn& norm_in, const GemvNormOut& norm_out) {
   const int lane = threadIdx.x % 32;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
   const uint4* rows[R];
@@ -66,16 +74,54 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
 #pragma unroll
       for (int r = 0; r < R; ++r) asm volatile("prefetch.global.L2 [%0];" ::"l"(rows[r] + c));
     }
+  // NORM_OUT: the norm's weights of this warp's rows (weights too: before the wait).
+  float g[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) g[r] = NORM_OUT && n0 + r < n ? norm_out.g[n0 + r] : 0.0f;
   pdlWait();
   pdlLaunchDependents();
-  if (n0 >= n) return;
+  // NORM_IN: 1 / rms of each row, from the producer's sums of squares per column group: the
+  // block's first warp adds them (in a fixed order) into shared memory before its own rows; the
+  // others read it after theirs. (Every warp reading every sum sent a product's 6,144-14,336 warps
+  // to the same few L2 lines: 1.2 ms per token slower on the H200.)
+  __shared__ float inv_rms[NORM_IN ? M : 1];
+  if constexpr (NORM_IN) {
+    if (threadIdx.x < 32) {
+      constexpr int J = M == 1 ? 16 : (M == 2 ? 8 : 4);  // sums in flight per lane and row
+      float ss[M];
+#pragma unroll
+      for (int m = 0; m < M; ++m) ss[m] = 0.0f;
+      for (int64_t base = 0; base < norm_in.parts; base += 32 * J) {
+        float v[M][J];
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+#pragma unroll
+          for (int j = 0; j < J; ++j) {
+            const int64_t i = base + lane + 32 * j;
+            v[m][j] = i < norm_in.parts ? norm_in.sums[m * norm_in.parts + i] : 0.0f;
+          }
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+#pragma unroll
+          for (int j = 0; j < J; ++j) ss[m] += v[m][j];
+      }
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        for (int o = 16; o > 0; o >>= 1) ss[m] += __shfl_xor_sync(0xffffffffu, ss[m], o);
+        if (lane == 0) inv_rms[m] = 1.0f / sqrtf(ss[m] / static_cast<float>(k) + norm_in.eps);  // as RMSNorm
+      }
+    }
+  }
+  // Warps past the last row leave now, except where the block's shared values need every warp.
+  if (!NORM_IN && !NORM_OUT && n0 >= n) return;
   float acc[M][R];
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
 
-  int64_t c = lane;
+  // (n0 >= n only with NORM_IN / NORM_OUT: such warps add nothing, they only join the block's barrier.)
+  int64_t c = n0 < n ? lane : chunks;
   // U chunks per row in flight per iteration (all loads issued before any math).
   for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
     uint4 wv[U][R];
@@ -114,59 +160,141 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(const TX* __restrict__
       for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
       acc[m][r] = v;
     }
-  // Lane (m * R + r) % 32 writes element (m, r), spreading the stores.
+  if constexpr (NORM_IN) {
+    __syncthreads();
 #pragma unroll
-  for (int m = 0; m < M; ++m)
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[m][r] *= inv_rms[m];
+  }
+  // Lane (m * R + r) % 32 writes element (m, r), spreading the stores.
+  // NORM_OUT: the squares of the residual entries this block wrote, by row and output column.
+  __shared__ float row_sq[NORM_OUT ? M : 1][NORM_OUT ? kWarps * R : 1];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
 #pragma unroll
     for (int r = 0; r < R; ++r)
-      if (lane == (m * R + r) % 32 && n0 + r < n) {
-        const float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
-        if (out_half) {
-          storeFloat(static_cast<W*>(out) + m * ld_out + n0 + r, v);
-        } else {
-          float* o = static_cast<float*>(out) + m * ld_out + n0 + r;
-          *o = accumulate ? *o + v : v;
+      if (lane == (m * R + r) % 32) {
+        float sq = 0.0f;
+        if (n0 + r < n) {
+          const float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
+          if (out_half) {
+            storeFloat(static_cast<W*>(out) + m * ld_out + n0 + r, v);
+          } else {
+            float* o = static_cast<float*>(out) + m * ld_out + n0 + r;
+            const float sum = accumulate ? *o + v : v;
+            *o = sum;
+            if constexpr (NORM_OUT) {
+              sq = sum * sum;
+              const float gv = g[r] * sum;
+              if (norm_out.normed_half)
+                storeFloat(static_cast<W*>(norm_out.normed) + m * norm_out.ld_normed + n0 + r, gv);
+              else
+                static_cast<float*>(norm_out.normed)[m * norm_out.ld_normed + n0 + r] = gv;
+            }
+          }
         }
+        if constexpr (NORM_OUT) row_sq[m][(threadIdx.x / 32) * R + r] = sq;
       }
+  }
+  if constexpr (NORM_OUT) {
+    // Sums of squares over groups of kGemvNormGroup consecutive columns, each added in column
+    // order: the same groups and order for every row count and rows-per-warp, so a row's 1 / rms
+    // (and the products after) does not depend on the batch it ran in.
+    constexpr int kGroups = kWarps * R / kGemvNormGroup;
+    __syncthreads();
+    if (threadIdx.x < M * kGroups) {
+      const int m = threadIdx.x / kGroups, q = threadIdx.x % kGroups;
+      float v = 0.0f;
+#pragma unroll
+      for (int i = 0; i < kGemvNormGroup; ++i) v += row_sq[m][q * kGemvNormGroup + i];
+      const int64_t group = static_cast<int64_t>(blockIdx.x) * kGroups + q;
+      const int64_t parts = (n + kGemvNormGroup - 1) / kGemvNormGroup;
+      if (group < parts) norm_out.sums[m * parts + group] = v;
+    }
+  }
 }
+
+#define LLMRT_GEMV_PARAMS                                                                                     \
+  const TX *__restrict__ x, int64_t ld_x, const W *__restrict__ w, int64_t k, int64_t n,                       \
+      const float *__restrict__ bias, void *__restrict__ out, bool out_half, int64_t ld_out, bool accumulate, \
+      int prefetch, GemvNormIn norm_in, GemvNormOut norm_out
+#define LLMRT_GEMV_ARGS x, ld_x, w, k, n, bias, out, out_half, ld_out, accumulate, prefetch, norm_in, norm_out
+template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
+__global__ void __launch_bounds__(kWarps * 32) gemvKernel(LLMRT_GEMV_PARAMS) {
+  gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
+}
+// The NORM_IN products of one or two rows with a row per warp (q/k/v) held to the registers of
+// the plain kernel: the sums' pass must not cost q/k/v (768 blocks) its single wave (6 blocks per
+// SM at one row, 40 registers; 5 at two).
+template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
+__global__ void __launch_bounds__(kWarps * 32, M == 1 ? 6 : 5) gemvKernelBounded(LLMRT_GEMV_PARAMS) {
+  gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
+}
+#undef LLMRT_GEMV_PARAMS
+#undef LLMRT_GEMV_ARGS
+
+// Rows of W per warp: more as m grows (x is re-read from L1 once per row group). One row per
+// warp where W has few rows (q/k/v, o, down: 4096-6144), so twice the warps keep loads in
+// flight; two rows per warp for the wide ones (gate/up, lm_head).
+constexpr int rowsPerWarp(int64_t m, int64_t n) { return m <= 2 ? (n <= 16384 ? 1 : 2) : 4; }
 
 template <int M, int R, typename W, int U = (M <= 2 ? 4 : 2)>
 cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t k, int64_t n,
                    const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                   cudaStream_t stream) {
+                   const GemvNormIn* norm_in, const GemvNormOut* norm_out, cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
   const auto* wb = static_cast<const W*>(w);
   const bool out_half = out_dtype != DType::kF32;
   // Prefetch at most ~16 MiB of W (a third of the L2) per product: chunks of 512 bytes per warp and row.
   const int prefetch = pdlEnabled() ? static_cast<int>(std::min<int64_t>(8, (int64_t{16} << 20) / (n * 512))) : 0;
-  if (x_dtype != DType::kF32)
-    return launchPdl(gemvKernel<M, R, U, W, W>, blocks, kWarps * 32, 0, stream, static_cast<const W*>(x), ld_x, wb,
-                     k, n, bias, out, out_half, ld_out, accumulate, prefetch);
-  return launchPdl(gemvKernel<M, R, U, W, float>, blocks, kWarps * 32, 0, stream, static_cast<const float*>(x), ld_x,
-                   wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch);
+  const GemvNormIn in = norm_in ? *norm_in : GemvNormIn{};
+  const GemvNormOut no = norm_out ? *norm_out : GemvNormOut{};
+  // Each (x type, norm part) pair is its own kernel; a product takes the normed rows in or writes
+  // them out, not both.
+  auto go = [&](auto tx_tag, auto norm_in_tag, auto norm_out_tag) {
+    using TX = decltype(tx_tag);
+    constexpr bool kIn = decltype(norm_in_tag)::value, kOut = decltype(norm_out_tag)::value;
+    if constexpr (kIn && R == 1)
+      return launchPdl(gemvKernelBounded<M, R, U, W, TX, kIn, kOut>, blocks, kWarps * 32, 0, stream,
+                       static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch,
+                       in, no);
+    else
+      return launchPdl(gemvKernel<M, R, U, W, TX, kIn, kOut>, blocks, kWarps * 32, 0, stream,
+                       static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch,
+                       in, no);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if (x_dtype != DType::kF32) {
+    if (norm_in) return go(W{}, Yes{}, No{});
+    if (norm_out) return go(W{}, No{}, Yes{});
+  } else {
+    if (norm_in) return go(float{}, Yes{}, No{});
+    if (norm_out) return go(float{}, No{}, Yes{});
+  }
+  return x_dtype != DType::kF32 ? go(W{}, No{}, No{}) : go(float{}, No{}, No{});
 }
 
 template <typename W>
 cudaError_t launchFor(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
                       const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                      cudaStream_t stream) {
-  // More rows of W per warp as m grows: x is re-read from L1 once per row group.
-  // One row per warp where W has few rows (q/k/v, o, down: 4096-6144), so twice the warps
-  // keep loads in flight; two rows per warp for the wide ones (gate/up, lm_head).
-  const bool narrow = n <= 16384;
+                      const GemvNormIn* norm_in, const GemvNormOut* norm_out, cudaStream_t stream) {
+  const bool wide = rowsPerWarp(m, n) == 2;
+#define LLMRT_GEMV_LAUNCH(M, R) \
+  launch<M, R, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, norm_in, norm_out, stream)
   switch (m) {
-    case 1: return narrow ? launch<1, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream)
-                          : launch<1, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    case 2: return narrow ? launch<2, 1, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream)
-                          : launch<2, 2, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    case 3: return launch<3, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    case 4: return launch<4, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    case 5: return launch<5, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    case 6: return launch<6, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    case 7: return launch<7, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
-    default: return launch<8, 4, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, stream);
+    case 1: return wide ? LLMRT_GEMV_LAUNCH(1, 2) : LLMRT_GEMV_LAUNCH(1, 1);
+    case 2: return wide ? LLMRT_GEMV_LAUNCH(2, 2) : LLMRT_GEMV_LAUNCH(2, 1);
+    case 3: return LLMRT_GEMV_LAUNCH(3, 4);
+    case 4: return LLMRT_GEMV_LAUNCH(4, 4);
+    case 5: return LLMRT_GEMV_LAUNCH(5, 4);
+    case 6: return LLMRT_GEMV_LAUNCH(6, 4);
+    case 7: return LLMRT_GEMV_LAUNCH(7, 4);
+    default: return LLMRT_GEMV_LAUNCH(8, 4);
   }
+#undef LLMRT_GEMV_LAUNCH
 }
 
 }  // namespace
@@ -180,15 +308,19 @@ bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_
 
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
                  int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const GemvNormIn* norm_in, const GemvNormOut* norm_out) {
   if (n == 0) return cudaSuccess;
   if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
       (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype) ||
-      (accumulate && out_dtype != DType::kF32))
+      (accumulate && out_dtype != DType::kF32) || (norm_in && norm_out) ||
+      (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
+      (norm_out && (out_dtype != DType::kF32 || norm_out->g == nullptr || norm_out->normed == nullptr ||
+                    norm_out->sums == nullptr)))
     return cudaErrorInvalidValue;
-  return withHalfType(w_dtype, [&](auto tag) { return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias,
-                                                                               out, out_dtype, ld_out, accumulate,
-                                                                               stream); });
+  return withHalfType(w_dtype, [&](auto tag) {
+    return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias, out, out_dtype, ld_out, accumulate, norm_in,
+                                    norm_out, stream);
+  });
 }
 
 }  // namespace llmrt::cuda

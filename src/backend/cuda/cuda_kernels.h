@@ -201,10 +201,34 @@ size_t sampleCompactBytes(int64_t rows);
 // F16 (w_dtype) and m <= kGemvMaxRows: a
 // bandwidth-bound matrix-vector kernel reading x (F32 or w_dtype) directly; out F32 or w_dtype. Requires
 // k % 8 == 0 and 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
+//
+// An RMSNorm between two such products can be split over them (no kernel of its own):
+// - norm_out, on a product accumulating into the float32 residual [m, n]: it also writes
+//   normed[r, j] = residual[r, j] * g[j] (F32 or w_dtype: normed_half) and, per group q of
+//   kGemvNormGroup consecutive columns, sums[r * parts + q] = the sum of squares of the group's
+//   residual entries (in column order; parts = ceil(n / kGemvNormGroup));
+// - norm_in, on the next product with x = those normed rows: out = (x W^T) / rms + bias, where
+//   rms = sqrt(the row's parts added in a fixed order / k + eps), i.e. rmsNorm(residual) * g times
+//   W, with the normed rows rounded before the scaling instead of after it.
+// The groups and every order are the same for any m, so a row's result does not depend on the
+// rows beside it (as the plain kernel's does not).
+constexpr int kGemvNormGroup = 8;
+struct GemvNormIn {
+  const float* sums = nullptr;  // [m, parts]
+  int64_t parts = 0;
+  float eps = 0.0f;
+};
+struct GemvNormOut {
+  const float* g = nullptr;  // the norm's weights [n]
+  void* normed = nullptr;
+  bool normed_half = false;
+  int64_t ld_normed = 0;
+  float* sums = nullptr;  // [m, ceil(n / kGemvNormGroup)]
+};
 constexpr int64_t kGemvMaxRows = 8;
 bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k);
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
                  int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                 cudaStream_t stream);
+                 cudaStream_t stream, const GemvNormIn* norm_in = nullptr, const GemvNormOut* norm_out = nullptr);
 
 }  // namespace llmrt::cuda
