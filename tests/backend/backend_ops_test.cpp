@@ -15,7 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-
 #include <memory>
 #include <numeric>
 #include <random>
@@ -375,11 +374,12 @@ TEST_P(BackendOps, Linear) {
 }
 
 // linearAddNormLinear: a residual product, the RMSNorm of the residual, the next product (o ->
-// gate|up, down -> q/k/v). On the GPU, decode-sized steps (up to 8 rows, 16-bit weights) split the
-// norm over the two matrix-vector launches: the first leaves residual * norm weight (rounded to the
-// activation dtype) in the scratch with per-block sums of squares, the second scales its product
-// by 1 / rms; the residual and the output match the CPU doing that. Other steps run the three ops,
-// whose second product takes the normed rows in the activation dtype.
+// gate|up, down -> q/k/v). With LLMRT_CUDA_NORM_SPLIT=1, decode-sized steps on the GPU (up to 8
+// rows, 16-bit weights) split the norm over two matrix-vector launches: the first leaves residual *
+// norm weight (rounded to the activation dtype) in the scratch with sums of squares of 8-column
+// groups, the second scales its product by 1 / rms; the residual and the output match the CPU
+// doing that. Otherwise the three ops, whose second product takes the normed rows in the
+// activation dtype.
 TEST_P(BackendOps, LinearAddNormLinear) {
   const DType act = gpu_->activationDtype(), kF = DType::kF32;
   // The split is opt-in (LLMRT_CUDA_NORM_SPLIT=1; scripts/cuda/device_check.sh runs both ways).
@@ -391,8 +391,8 @@ TEST_P(BackendOps, LinearAddNormLinear) {
     int64_t m, k, h, n;
     bool bias, f32_out;
   };
-  // h 4104: 513 blocks of sums of squares for one row (a second pass over them), h 17000 at two
-  // rows 1063 (wide: two rows per warp); n 16400: the wide second product; h 100: not split.
+  // h 4104: 513 column groups (a second pass over the sums at one row), h 17000: 2,125 groups and a
+  // wide residual product (two rows per warp); n 16400: a wide second product; h 100: not split.
   for (const Case& c : {Case{1, 64, 64, 3, false, false}, Case{1, 256, 4104, 1001, true, true},
                         Case{2, 136, 1024, 258, false, true}, Case{3, 8, 8, 10, true, false},
                         Case{4, 512, 4096, 64, true, false}, Case{8, 2048, 520, 130, false, true},
