@@ -247,23 +247,24 @@ void LlamaModel::run(int64_t T, int64_t R) {
   // Residual stream x; h the normed input of each block. The o and down products add their
   // output to x (linearAdd: on CUDA inside the product, no temporary); each is chained to the
   // product of the next normed input (linearAddNormLinear, which may split the norm over the two).
+  auto bias = [](const TensorView& b) { return b.data ? &b : nullptr; };  // (most Llama checkpoints have none)
   backend_.embedding(embed_, x);
   backend_.rmsNorm(x, layers_[0].input_norm, eps, h);
-  backend_.linear(h, layers_[0].qkv_w, layers_[0].qkv_b.data ? &layers_[0].qkv_b : nullptr, qkv);
+  backend_.linear(h, layers_[0].qkv_w, bias(layers_[0].qkv_b), qkv);
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     const int64_t layer = static_cast<int64_t>(li);
     backend_.ropeWriteKv(layer, q, k, v, c.head_dim);
     backend_.attention(layer, q, c.num_attention_heads, L.sliding_window.value_or(0), scale, attn_out);
-    backend_.linearAddNormLinear(attn_out, L.o_w, L.o_b.data ? &L.o_b : nullptr, x, L.post_norm, eps, h,
-                                 L.gate_up_w, L.gate_up_b.data ? &L.gate_up_b : nullptr, gate_up);
+    backend_.linearAddNormLinear(attn_out, L.o_w, bias(L.o_b), x, L.post_norm, eps, h, L.gate_up_w,
+                                 bias(L.gate_up_b), gate_up);
     backend_.siluMul(gate_up, act);
     if (li + 1 < layers_.size()) {
       const Layer& next = layers_[li + 1];
-      backend_.linearAddNormLinear(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, x, next.input_norm, eps, h,
-                                   next.qkv_w, next.qkv_b.data ? &next.qkv_b : nullptr, qkv);
+      backend_.linearAddNormLinear(act, L.down_w, bias(L.down_b), x, next.input_norm, eps, h, next.qkv_w,
+                                   bias(next.qkv_b), qkv);
     } else {
-      backend_.linearAdd(act, L.down_w, L.down_b.data ? &L.down_b : nullptr, x);
+      backend_.linearAdd(act, L.down_w, bias(L.down_b), x);
     }
   }
   if (R == 0) return;

@@ -210,7 +210,7 @@ class CudaBackend final : public Backend {
   std::vector<std::string> converted_names_;  // tag -> weight name, for finishWeights' error
   std::vector<Buffer> scratch_;
   Buffer half_x_;    // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
-  Buffer norm_sums_;  // linearAddNormLinear: the residual product's per-block sums of squares
+  Buffer norm_sums_;  // linearAddNormLinear (split): sums of squares of the residual's 8-column groups
   Buffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   Buffer partial_;    // split-key attention partial states
   // Step results (argmaxRowsAsync ids or sampleRowsAsync rows) by ticket parity: on the device

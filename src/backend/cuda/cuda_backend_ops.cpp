@@ -13,6 +13,13 @@ namespace {
 
 int64_t rows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
 int64_t cols(const TensorView& t) { return t.shape[t.shape.rank() - 1]; }
+bool isHalf(DType d) { return d == DType::kBF16 || d == DType::kF16; }
+// Rows as a power-of-two bucket, so one profile line covers a range of batch sizes.
+long long rowBucket(int64_t m) {
+  long long b = 1;
+  while (b < m) b *= 2;
+  return b;
+}
 int64_t ld(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : cols(t); }
 float* f32(const TensorView& t) { return static_cast<float*>(t.data); }
 
@@ -69,7 +76,7 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   // kernel in tiles of kFlashBlockM rows (bf16 or fp16 cache, head_dim 64 or 128); every other row is an
   // item of the decode kernel.
   constexpr int64_t kFlashMinRows = 16;
-  const bool flash = use_flash_ && (geometry_.dtype == DType::kBF16 || geometry_.dtype == DType::kF16) &&
+  const bool flash = use_flash_ && isHalf(geometry_.dtype) &&
                      cuda::flashAttentionSupported(kvLayout(), static_cast<int32_t>(geometry_.num_kv_heads));
   items_.clear();
   tiles_.clear();
@@ -207,9 +214,8 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
                                       const TensorView& w2, const TensorView* b2, TensorView out) {
   if (failed()) return;
   const int64_t m = rows(x), h = cols(residual), n = w2.shape[0];
-  auto half = [](const TensorView& t) { return t.dtype == DType::kBF16 || t.dtype == DType::kF16; };
   auto operand = [&](const TensorView& t, const TensorView& w) { return t.dtype == DType::kF32 || t.dtype == w.dtype; };
-  const bool split = use_norm_split_ && use_gemv_ && half(w1) && w2.dtype == w1.dtype &&
+  const bool split = use_norm_split_ && use_gemv_ && isHalf(w1.dtype) && w2.dtype == w1.dtype &&
                      residual.dtype == DType::kF32 && norm_weight.dtype == DType::kF32 && operand(x, w1) &&
                      operand(normed, w2) && operand(out, w2) &&
                      rows(residual) == m && rows(normed) == m && cols(normed) == h && w1.shape[0] == h &&
@@ -222,12 +228,10 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
   assert(w1.shape[1] == cols(x) && cols(out) == n);
   const int64_t parts = (h + cuda::kGemvNormGroup - 1) / cuda::kGemvNormGroup;
   if (!reserve(norm_sums_, static_cast<size_t>(m * parts) * sizeof(float))) return;
-  int64_t bucket = 1;  // rows as a power-of-two bucket, so one line covers a range of batch sizes
-  while (bucket < m) bucket *= 2;
   {
     OpScope scope(this, [&] {
-      return strprintf("linearAdd+norm gemv m<=%lld n=%lld k=%lld", static_cast<long long>(bucket),
-                       static_cast<long long>(h), static_cast<long long>(cols(x)));
+      return strprintf("linearAdd+norm gemv m<=%lld n=%lld k=%lld", rowBucket(m), static_cast<long long>(h),
+                       static_cast<long long>(cols(x)));
     });
     const cuda::GemvNormOut no{f32(norm_weight), normed.data, normed.dtype != DType::kF32, ld(normed),
                                static_cast<float*>(norm_sums_.ptr)};
@@ -235,8 +239,8 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
                                    residual.data, DType::kF32, ld(residual), true, stream_, nullptr, &no));
   }
   OpScope scope(this, [&] {
-    return strprintf("norm+linear gemv m<=%lld n=%lld k=%lld", static_cast<long long>(bucket),
-                     static_cast<long long>(n), static_cast<long long>(h));
+    return strprintf("norm+linear gemv m<=%lld n=%lld k=%lld", rowBucket(m), static_cast<long long>(n),
+                     static_cast<long long>(h));
   });
   const cuda::GemvNormIn ni{static_cast<const float*>(norm_sums_.ptr), parts, eps};
   LLMRT_CUDA_OP_CHECK(cuda::gemv(normed.data, normed.dtype, ld(normed), w2.data, w2.dtype, m, h, n,
@@ -265,13 +269,11 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
   if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
-  const bool half_w = w.dtype == DType::kBF16 || w.dtype == DType::kF16;
+  const bool half_w = isHalf(w.dtype);
   const bool gemv = half_w && use_gemv_ && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
   OpScope scope(this, [&] {
-    int64_t bucket = 1;  // rows as a power-of-two bucket, so one line covers a range of batch sizes
-    while (bucket < m) bucket *= 2;
     return strprintf("%s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", gemv ? "gemv" : "cublasLt",
-                     static_cast<long long>(bucket), static_cast<long long>(n), static_cast<long long>(k));
+                     rowBucket(m), static_cast<long long>(n), static_cast<long long>(k));
   });
   const float one = 1.0f, zero = 0.0f;
   const float* bias_ptr = bias ? f32(*bias) : nullptr;

@@ -51,6 +51,36 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
   return s;
 }
 
+// 1 / rms of each of M rows into inv_rms (lane 0 writes), from norm_in's sums of squares, by one
+// warp: J sums per lane and row in flight at once, passes of 32 * J groups, each lane's sums
+// added in group order and then across the warp — the same order for every M.
+template <int M>
+__device__ __forceinline__ void rowsInvRms(const GemvNormIn& norm_in, int64_t k, int lane, float* inv_rms) {
+  constexpr int J = M == 1 ? 16 : (M == 2 ? 8 : 4);
+  float ss[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) ss[m] = 0.0f;
+  for (int64_t base = 0; base < norm_in.parts; base += 32 * J) {
+    float v[M][J];
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+      for (int j = 0; j < J; ++j) {
+        const int64_t i = base + lane + 32 * j;
+        v[m][j] = i < norm_in.parts ? norm_in.sums[m * norm_in.parts + i] : 0.0f;
+      }
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+      for (int j = 0; j < J; ++j) ss[m] += v[m][j];
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    for (int o = 16; o > 0; o >>= 1) ss[m] += __shfl_xor_sync(0xffffffffu, ss[m], o);
+    if (lane == 0) inv_rms[m] = 1.0f / sqrtf(ss[m] / static_cast<float>(k) + norm_in.eps);  // as RMSNorm
+  }
+}
+
 // W: the weights' type (__nv_bfloat16 or __half); TX: float or W; out float or W (out_half).
 // NORM_IN: x holds normed rows not yet scaled (norm_in); NORM_OUT: out is the float32 residual
 // (accumulate) and the rows' norm inputs go to norm_out.
@@ -81,37 +111,12 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
   pdlWait();
   pdlLaunchDependents();
   // NORM_IN: 1 / rms of each row, from the producer's sums of squares per column group: the
-  // block's first warp adds them (in a fixed order) into shared memory before its own rows; the
-  // others read it after theirs. (Every warp reading every sum sent a product's 6,144-14,336 warps
-  // to the same few L2 lines: 1.2 ms per token slower on the H200.)
+  // block's first warp computes it into shared memory before its own rows; the others read it
+  // after theirs. (Every warp reading every sum sent a product's 6,144-14,336 warps to the same
+  // few L2 lines: 1.2 ms per token slower on the H200.)
   __shared__ float inv_rms[NORM_IN ? M : 1];
-  if constexpr (NORM_IN) {
-    if (threadIdx.x < 32) {
-      constexpr int J = M == 1 ? 16 : (M == 2 ? 8 : 4);  // sums in flight per lane and row
-      float ss[M];
-#pragma unroll
-      for (int m = 0; m < M; ++m) ss[m] = 0.0f;
-      for (int64_t base = 0; base < norm_in.parts; base += 32 * J) {
-        float v[M][J];
-#pragma unroll
-        for (int m = 0; m < M; ++m)
-#pragma unroll
-          for (int j = 0; j < J; ++j) {
-            const int64_t i = base + lane + 32 * j;
-            v[m][j] = i < norm_in.parts ? norm_in.sums[m * norm_in.parts + i] : 0.0f;
-          }
-#pragma unroll
-        for (int m = 0; m < M; ++m)
-#pragma unroll
-          for (int j = 0; j < J; ++j) ss[m] += v[m][j];
-      }
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        for (int o = 16; o > 0; o >>= 1) ss[m] += __shfl_xor_sync(0xffffffffu, ss[m], o);
-        if (lane == 0) inv_rms[m] = 1.0f / sqrtf(ss[m] / static_cast<float>(k) + norm_in.eps);  // as RMSNorm
-      }
-    }
-  }
+  if constexpr (NORM_IN)
+    if (threadIdx.x < 32) rowsInvRms<M>(norm_in, k, lane, inv_rms);
   // Warps past the last row leave now, except where the block's shared values need every warp.
   if (!NORM_IN && !NORM_OUT && n0 >= n) return;
   float acc[M][R];
@@ -265,16 +270,12 @@ cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, in
                        static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch,
                        in, no);
   };
-  using Yes = std::true_type;
-  using No = std::false_type;
-  if (x_dtype != DType::kF32) {
-    if (norm_in) return go(W{}, Yes{}, No{});
-    if (norm_out) return go(W{}, No{}, Yes{});
-  } else {
-    if (norm_in) return go(float{}, Yes{}, No{});
-    if (norm_out) return go(float{}, No{}, Yes{});
-  }
-  return x_dtype != DType::kF32 ? go(W{}, No{}, No{}) : go(float{}, No{}, No{});
+  auto withX = [&](auto tx_tag) {
+    if (norm_in) return go(tx_tag, std::true_type{}, std::false_type{});
+    if (norm_out) return go(tx_tag, std::false_type{}, std::true_type{});
+    return go(tx_tag, std::false_type{}, std::false_type{});
+  };
+  return x_dtype != DType::kF32 ? withX(W{}) : withX(float{});
 }
 
 template <typename W>
