@@ -23,9 +23,13 @@ LLMRT_CUDA_DISABLE=vecops $C/backend_ops_test --gtest_filter='*RmsNorm*:*RopeWri
   > "$OUT/ops_novecops.log" 2>&1
 echo "backend_ops_test (vecops off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_novecops.log" | head -10
 
-# The RMSNorm split over the decode products (opt-in, LLMRT_CUDA_NORM_SPLIT=1).
-LLMRT_CUDA_NORM_SPLIT=1 $C/backend_ops_test --gtest_filter='*LinearAddNormLinear*' > "$OUT/ops_normsplit.log" 2>&1
-echo "backend_ops_test (norm split) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_normsplit.log" | head -10
+# The RMSNorm split over the decode products: on for steps of up to 2 rows by default; here for
+# every step it can take (up to 8 rows) and off (LLMRT_CUDA_NORM_SPLIT=8 / 0).
+for rows in 8 0; do
+  LLMRT_CUDA_NORM_SPLIT=$rows $C/backend_ops_test --gtest_filter='*LinearAddNormLinear*' > "$OUT/ops_normsplit$rows.log" 2>&1
+  echo "backend_ops_test (norm split up to $rows rows) rc=$?"
+  grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_normsplit$rows.log" | head -10
+done
 
 echo "== device_sampling_test"
 $C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1

@@ -195,8 +195,8 @@ class Backend {
   // them (o -> gate|up, down -> the next q/k/v): residual += x W1^T (+ b1); normed = rmsNorm(residual)
   // * norm_weight; out = normed W2^T (+ b2). What linearAdd, rmsNorm and linear do one after another
   // (this default). `normed` is scratch of the activation dtype: a backend splitting the norm over
-  // the two products (the CUDA backend for decode-sized steps, opt-in) leaves other values in it,
-  // and its `out` then differs from the three ops' by roundings only.
+  // the two products (the CUDA backend for decode-sized steps) leaves other values in it; its
+  // `out` is still the three ops' (on the CUDA backend, to the bit).
   virtual void linearAddNormLinear(const TensorView& x, const TensorView& w1, const TensorView* b1,
                                    TensorView residual, const TensorView& norm_weight, float eps, TensorView normed,
                                    const TensorView& w2, const TensorView* b2, TensorView out) {

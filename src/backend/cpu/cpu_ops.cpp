@@ -88,9 +88,10 @@ void CpuBackend::rmsNorm(const TensorView& x, const TensorView& weight, float ep
       float* o = out.as<float>() + r * rowStride(out);
       double ss = 0.0;
       for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-      // As HF LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then * weight.
+      // HF LlamaRMSNorm's x * rsqrt(mean(x^2) + eps) * weight, in float32 with one rounding of
+      // the output (the CUDA kernel's order of the two products: (weight * x) * inv).
       const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
-      for (int64_t i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * inv);
+      for (int64_t i = 0; i < n; ++i) o[i] = (w[i] * xr[i]) * inv;
     }
   }, 4);
 }

@@ -124,15 +124,13 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   cuda::setPdlEnabled(pdl);
   cuda::setVectorOpsEnabled(vector_ops);
   b->group_capacity_ = rowgroup ? cuda::sampleGroupCapacity() : 0;
-  // The RMSNorm split over the decode products (linearAddNormLinear): opt-in, LLMRT_CUDA_NORM_SPLIT=1.
-  // Faster at batch 1 (H200, 8B shapes: 4.29 vs 4.46 ms per token) but it rounds the normed rows
-  // before the 1 / rms scaling, and steps of more than 8 rows (cuBLAS) still round after it, so a
-  // sequence's bf16 tokens would depend on whether its decode rows shared a step with a prompt
-  // (the executor's tight-pool proof fails on the tiny test model). docs/perf.md, session 13.
+  // The RMSNorm split over the decode products (linearAddNormLinear) takes steps of up to
+  // LLMRT_CUDA_NORM_SPLIT rows (0..8, for measurements; 0: never). Same bits either way.
   if (const char* ns = std::getenv("LLMRT_CUDA_NORM_SPLIT")) {
-    b->use_norm_split_ = std::string(ns) == "1";
-    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_NORM_SPLIT=%s (norm split over the decode products %s)", ns,
-                   b->use_norm_split_ ? "on" : "off");
+    const int v = std::atoi(ns);
+    if (v >= 0 && v <= cuda::kGemvMaxRows) b->norm_split_rows_ = v;
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_NORM_SPLIT=%s (norm split over the products of steps of up to %lld rows)",
+                   ns, static_cast<long long>(b->norm_split_rows_));
   }
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
   if (const char* w = std::getenv("LLMRT_CUDA_SPLIT_WAVES")) {

@@ -125,6 +125,9 @@ class CudaBackend final : public Backend {
   // of at most kHostSamplingMaxTruncatingRows rows with a truncating row and no compact pass are
   // sampled on the host, which is faster there than one CTA per row (docs/perf.md, sessions 8-10).
   static constexpr int64_t kHostSamplingMaxTruncatingRows = 4;
+  // linearAddNormLinear splits the norm over its two products for steps of up to this many rows:
+  // faster at 1-2 rows, slower at 4 (H200, docs/perf.md, session 14); the same bits either way.
+  static constexpr int64_t kNormSplitRows = 2;
   bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
                     std::span<const int32_t> masked, std::span<RowSample> out) override;
@@ -285,7 +288,7 @@ class CudaBackend final : public Backend {
   // CUDA graphs per (key, step layout).
   bool use_graphs_ = true;
   bool use_gemv_ = true;
-  bool use_norm_split_ = false;  // linearAddNormLinear's norm split over its two gemv products (opt-in)
+  int64_t norm_split_rows_ = kNormSplitRows;  // linearAddNormLinear's norm split: steps of up to this many rows
   bool use_flash_ = true;
   bool use_mma_decode_ = true;
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)

@@ -203,11 +203,9 @@ void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
                                     out.dtype, ld(out), stream_));
 }
 
-// With LLMRT_CUDA_NORM_SPLIT=1, decode-sized steps: two matrix-vector launches with the norm split
-// over them (cuda::GemvNormOut on the residual product, GemvNormIn on the next; `normed` holds
-// residual * norm_weight, unscaled). H200, 8B shapes: batch-1 decode 4.291 vs 4.461 ms per token.
-// Every row count up to 8 takes this path, so those steps give a row the same bits; larger steps
-// (cuBLAS) round the normed rows after the scaling, hence opt-in (cuda_backend.cpp).
+// Steps of up to norm_split_rows_ rows: two matrix-vector launches with the norm split over them
+// (cuda::GemvNormOut on the residual product, GemvNormIn on the next), no norm kernel between
+// them; `normed` holds g * residual (unscaled). The same bits as the three ops (cuda_kernels.h).
 // Everything else: linearAdd, rmsNorm, linear.
 void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1, const TensorView* b1,
                                       TensorView residual, const TensorView& norm_weight, float eps, TensorView normed,
@@ -215,11 +213,11 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
   if (failed()) return;
   const int64_t m = rows(x), h = cols(residual), n = w2.shape[0];
   auto operand = [&](const TensorView& t, const TensorView& w) { return t.dtype == DType::kF32 || t.dtype == w.dtype; };
-  const bool split = use_norm_split_ && use_gemv_ && isHalf(w1.dtype) && w2.dtype == w1.dtype &&
+  const bool split = m <= norm_split_rows_ && use_gemv_ && isHalf(w1.dtype) && w2.dtype == w1.dtype &&
                      residual.dtype == DType::kF32 && norm_weight.dtype == DType::kF32 && operand(x, w1) &&
-                     operand(normed, w2) && operand(out, w2) &&
-                     rows(residual) == m && rows(normed) == m && cols(normed) == h && w1.shape[0] == h &&
-                     w2.shape[1] == h && cuda::gemvSupported(x.data, x.dtype, ld(x), m, cols(x)) &&
+                     operand(normed, w2) && operand(out, w2) && rows(residual) == m && rows(normed) == m &&
+                     cols(normed) == h && w1.shape[0] == h && w2.shape[1] == h &&
+                     cuda::gemvSupported(x.data, x.dtype, ld(x), m, cols(x)) &&
                      cuda::gemvSupported(normed.data, normed.dtype, ld(normed), m, h);
   if (!split || m == 0) {
     Backend::linearAddNormLinear(x, w1, b1, residual, norm_weight, eps, normed, w2, b2, out);

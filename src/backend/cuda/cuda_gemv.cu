@@ -9,9 +9,11 @@
 //
 // The RMSNorm between a residual product and the next product (o -> gate|up, down -> q/k/v) can
 // be split over the two, so no norm kernel sits between them on the critical path: the residual
-// product (GemvNormOut) also stores residual * g (the norm's weights; not yet scaled) and the sums
-// of squares of groups of 8 residual columns; the next product (GemvNormIn) reads those rows as
-// its x and scales its dot products by 1 / rms, adding the groups' sums in a fixed order.
+// product (GemvNormOut) also stores g * residual (g: the norm's weights; rounded to the normed
+// rows' type, not yet scaled) and the sums of squares of groups of 8 residual columns; the next
+// product (GemvNormIn) adds the groups' sums in rmsNorm()'s order (its first warp per block, into
+// shared memory), then reads those rows as its x, scaling and rounding each entry as rmsNorm()
+// stores it: the same bits as the norm kernel and the plain product.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -52,8 +54,8 @@ __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const flo
 }
 
 // 1 / rms of each of M rows into inv_rms (lane 0 writes), from norm_in's sums of squares, by one
-// warp: J sums per lane and row in flight at once, passes of 32 * J groups, each lane's sums
-// added in group order and then across the warp — the same order for every M.
+// warp: J sums per lane and row in flight at once, passes of 32 * J groups, lane l adding groups
+// l, l + 32, ... in order, then warpInvRms — rmsNorm()'s order (cuda_ops.cu), for every M.
 template <int M>
 __device__ __forceinline__ void rowsInvRms(const GemvNormIn& norm_in, int64_t k, int lane, float* inv_rms) {
   constexpr int J = M == 1 ? 16 : (M == 2 ? 8 : 4);
@@ -76,14 +78,15 @@ __device__ __forceinline__ void rowsInvRms(const GemvNormIn& norm_in, int64_t k,
   }
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    for (int o = 16; o > 0; o >>= 1) ss[m] += __shfl_xor_sync(0xffffffffu, ss[m], o);
-    if (lane == 0) inv_rms[m] = 1.0f / sqrtf(ss[m] / static_cast<float>(k) + norm_in.eps);  // as RMSNorm
+    const float inv = warpInvRms(ss[m], k, norm_in.eps);
+    if (lane == 0) inv_rms[m] = inv;
   }
 }
 
-// W: the weights' type (__nv_bfloat16 or __half); TX: float or W; out float or W (out_half).
-// NORM_IN: x holds normed rows not yet scaled (norm_in); NORM_OUT: out is the float32 residual
-// (accumulate) and the rows' norm inputs go to norm_out.
+// W: the weights' type (__nv_bfloat16 or __half); TX: x's type, float or W; out float or W (out_half).
+// NORM_IN: x holds the rows g * residual rounded to TX (norm_in), each entry scaled by the row's
+// 1 / rms and rounded to TX again (float: not rounded) before use; NORM_OUT: out is the float32
+// residual (accumulate) and the rows' norm inputs go to norm_out.
 template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x, const W* __restrict__ w, int64_t k,
                                          int64_t n, const float* __restrict__ bias, void* __restrict__ out,
@@ -99,10 +102,10 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
   // per lane and row into L2 while the kernel before this one finishes (cuda_pdl.h).
   if (n0 < n)
     for (int i = 0; i < prefetch; ++i) {
-      const int64_t c = lane + 32 * static_cast<int64_t>(i);
-      if (c >= chunks) break;
+      const int64_t pc = lane + 32 * static_cast<int64_t>(i);
+      if (pc >= chunks) break;
 #pragma unroll
-      for (int r = 0; r < R; ++r) asm volatile("prefetch.global.L2 [%0];" ::"l"(rows[r] + c));
+      for (int r = 0; r < R; ++r) asm volatile("prefetch.global.L2 [%0];" ::"l"(rows[r] + pc));
     }
   // NORM_OUT: the norm's weights of this warp's rows (weights too: before the wait).
   float g[R];
@@ -111,12 +114,27 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
   pdlWait();
   pdlLaunchDependents();
   // NORM_IN: 1 / rms of each row, from the producer's sums of squares per column group: the
-  // block's first warp computes it into shared memory before its own rows; the others read it
-  // after theirs. (Every warp reading every sum sent a product's 6,144-14,336 warps to the same
-  // few L2 lines: 1.2 ms per token slower on the H200.)
-  __shared__ float inv_rms[NORM_IN ? M : 1];
-  if constexpr (NORM_IN)
+  // block's first warp computes it into shared memory, every warp then takes it into registers.
+  // (Every warp reading every sum sent a product's 6,144-14,336 warps to the same few L2 lines:
+  // 1.2 ms per token slower on the H200.)
+  float inv[NORM_IN ? M : 1];
+  if constexpr (NORM_IN) {
+    __shared__ float inv_rms[M];
     if (threadIdx.x < 32) rowsInvRms<M>(norm_in, k, lane, inv_rms);
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < M; ++m) inv[m] = inv_rms[m];
+  }
+  // x's 8 entries of row m at chunk cc as float32 (NORM_IN: scaled and rounded as rmsNorm stores them).
+  auto xAt = [&](int m, int64_t cc, float4& a, float4& b) {
+    load8(x + m * ld_x + 8 * cc, a, b);
+    if constexpr (NORM_IN) {
+      a = make_float4(a.x * inv[m], a.y * inv[m], a.z * inv[m], a.w * inv[m]);
+      b = make_float4(b.x * inv[m], b.y * inv[m], b.z * inv[m], b.w * inv[m]);
+      roundAs(a, x);
+      roundAs(b, x);
+    }
+  };
   // Warps past the last row leave now, except where the block's shared values need every warp.
   if (!NORM_IN && !NORM_OUT && n0 >= n) return;
   float acc[M][R];
@@ -125,7 +143,7 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
 
-  // (n0 >= n only with NORM_IN / NORM_OUT: such warps add nothing, they only join the block's barrier.)
+  // (n0 >= n only with NORM_IN / NORM_OUT: such warps add nothing, they only join the block's barriers.)
   int64_t c = n0 < n ? lane : chunks;
   // U chunks per row in flight per iteration (all loads issued before any math).
   for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
@@ -139,7 +157,7 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         float4 a, b;
-        load8(x + m * ld_x + 8 * (c + 32 * u), a, b);
+        xAt(m, c + 32 * u, a, b);
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
       }
@@ -152,7 +170,7 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
 #pragma unroll
     for (int m = 0; m < M; ++m) {
       float4 a0, b0;
-      load8(x + m * ld_x + 8 * c, a0, b0);
+      xAt(m, c, a0, b0);
 #pragma unroll
       for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(w0[r], a0, b0);
     }
@@ -165,13 +183,6 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
       for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
       acc[m][r] = v;
     }
-  if constexpr (NORM_IN) {
-    __syncthreads();
-#pragma unroll
-    for (int m = 0; m < M; ++m)
-#pragma unroll
-      for (int r = 0; r < R; ++r) acc[m][r] *= inv_rms[m];
-  }
   // Lane (m * R + r) % 32 writes element (m, r), spreading the stores.
   // NORM_OUT: the squares of the residual entries this block wrote, by row and output column.
   __shared__ float row_sq[NORM_OUT ? M : 1][NORM_OUT ? kWarps * R : 1];
@@ -231,9 +242,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(LLMRT_GEMV_PARAMS) {
 }
 // The NORM_IN products of one or two rows with a row per warp (q/k/v) held to the registers of
 // the plain kernel: the sums' pass must not cost q/k/v (768 blocks) its single wave (6 blocks per
-// SM at one row, 40 registers; 5 at two).
+// SM at one row, 40 registers; 5 at two, 48 registers: no spills with 16-bit normed rows).
 template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
-__global__ void __launch_bounds__(kWarps * 32, M == 1 ? 6 : 5) gemvKernelBounded(LLMRT_GEMV_PARAMS) {
+__global__ void __launch_bounds__(kWarps * 32, M == 1 ? 6 : 4) gemvKernelBounded(LLMRT_GEMV_PARAMS) {
   gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
 }
 #undef LLMRT_GEMV_PARAMS

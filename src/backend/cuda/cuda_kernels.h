@@ -20,7 +20,9 @@ cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const i
 // rmsNorm and ropeWriteKv take their float4 kernels where sizes and alignment allow (on by
 // default; off for same-call comparisons: LLMRT_CUDA_DISABLE=vecops).
 void setVectorOpsEnabled(bool on);
-// out = rmsNorm(x) * w per row; out is F32, BF16 or F16 (`out_dtype`); the rest float32.
+// out = round(round(w * x) * inv_rms) per row, inv_rms = 1 / sqrt(mean(x^2) + eps) with the
+// squares added in the order the split matrix-vector products use (gemv's GemvNormIn below),
+// round() to out's type: F32 (no rounding), BF16 or F16 (`out_dtype`); the rest float32.
 cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // out[r, :] += bias (out F32, BF16 or F16)
@@ -202,14 +204,17 @@ size_t sampleCompactBytes(int64_t rows);
 // bandwidth-bound matrix-vector kernel reading x (F32 or w_dtype) directly; out F32 or w_dtype. Requires
 // k % 8 == 0 and 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
 //
-// An RMSNorm between two such products can be split over them (no kernel of its own):
+// An RMSNorm between two such products can be split over them (no kernel of its own), with the
+// same bits as the three kernels (linearAdd, rmsNorm, the next product) give:
 // - norm_out, on a product accumulating into the float32 residual [m, n]: it also writes
-//   normed[r, j] = residual[r, j] * g[j] (F32 or w_dtype: normed_half) and, per group q of
-//   kGemvNormGroup consecutive columns, sums[r * parts + q] = the sum of squares of the group's
-//   residual entries (in column order; parts = ceil(n / kGemvNormGroup));
-// - norm_in, on the next product with x = those normed rows: out = (x W^T) / rms + bias, where
-//   rms = sqrt(the row's parts added in a fixed order / k + eps), i.e. rmsNorm(residual) * g times
-//   W, with the normed rows rounded before the scaling instead of after it.
+//   normed[r, j] = g[j] * residual[r, j] rounded to F32 or w_dtype (normed_half) and, per group q
+//   of kGemvNormGroup consecutive columns, sums[r * parts + q] = the sum of the group's squared
+//   residual entries (each square rounded, added in column order from 0; parts = ceil(n /
+//   kGemvNormGroup));
+// - norm_in, on the next product with x = those normed rows: each x entry becomes x * inv_rms
+//   rounded to x's type again, the value rmsNorm() stores, where inv_rms = 1 / sqrt(ss / k + eps)
+//   and ss adds the row's parts in rmsNorm()'s order (lane l of a warp adds the parts q = l,
+//   l + 32, ... in order, then the warp's lanes by xor shuffles).
 // The groups and every order are the same for any m, so a row's result does not depend on the
 // rows beside it (as the plain kernel's does not).
 constexpr int kGemvNormGroup = 8;

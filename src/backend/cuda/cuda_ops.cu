@@ -32,64 +32,75 @@ __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids,
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) out[r * ld_out + i] = toFloat(src[i]);
 }
 
-// Block-wide sum; every thread gets the result. `red` holds one float per warp.
-__device__ float blockSum(float v, float* red) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  __syncthreads();  // `red` may still be read from a previous call
-  if (lane == 0) red[warp] = v;
+// 1 / rms of row xr for every thread of the block, in the split products' order (cuda_kernels.h,
+// GemvNormIn): each thread squares one group of kGemvNormGroup columns and adds the squares in
+// column order (each square rounded: no fused multiply-add), the first warp's lane l adds the
+// groups l, l + 32, ... in order, then warpInvRms. `tile` holds blockDim.x floats (a multiple of 32).
+__device__ float groupedInvRms(const float* xr, int64_t cols, float eps, float* tile) {
+  const int64_t parts = (cols + kGemvNormGroup - 1) / kGemvNormGroup;
+  float ss = 0.0f;
+  for (int64_t base = 0; base < parts; base += blockDim.x) {
+    const int64_t q = base + threadIdx.x;
+    float v = 0.0f;
+    if (q < parts)
+      for (int64_t j = q * kGemvNormGroup; j < (q + 1) * kGemvNormGroup && j < cols; ++j)
+        v = __fadd_rn(v, __fmul_rn(xr[j], xr[j]));
+    __syncthreads();  // the first warp has added the previous tile
+    tile[threadIdx.x] = v;
+    __syncthreads();
+    if (threadIdx.x < 32)
+      for (int64_t s = threadIdx.x; s < blockDim.x && base + s < parts; s += 32) ss = __fadd_rn(ss, tile[s]);
+  }
+  if (threadIdx.x < 32) {
+    const float inv = warpInvRms(ss, cols, eps);  // after its shuffles the warp's reads of `tile` are done
+    if (threadIdx.x == 0) tile[0] = inv;
+  }
   __syncthreads();
-  float s = 0.0f;
-  for (int w = 0; w < warps; ++w) s += red[w];
-  return s;
+  return tile[0];
 }
 
+// Up to 1024 threads per row.
 template <typename TO>
 __global__ void rmsNormKernel(const float* x, int64_t ld_x, const float* w, float eps, int64_t cols, TO* out,
                               int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
-  __shared__ float red[32];
+  __shared__ float tile[1024];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * ld_x;
-  float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) ss += xr[i] * xr[i];
-  ss = blockSum(ss, red);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) storeFloat(out + r * ld_out + i, w[i] * (xr[i] * inv));
+  const float inv = groupedInvRms(xr, cols, eps, tile);
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) storeFloat(out + r * ld_out + i, roundAs(w[i] * xr[i], out) * inv);
 }
 
-// rmsNormKernel for rows of up to 4 * V * blockDim.x features with cols, the row stride and
-// the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in registers
-// between the sum of squares and the scaling (one read of x, one write of the output).
+// rmsNormKernel for rows of up to 4 * V * blockDim.x features (blockDim.x <= 256) with cols, the
+// row stride and the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in
+// registers between the sum of squares (which reads it again, from L1) and the scaling.
 template <typename TO, int V>
 __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, TO* out,
                                  int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
-  __shared__ float red[32];
+  __shared__ float tile[256];
   const int64_t r = blockIdx.x;
   const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
   const int n4 = cols / 4;
   float4 v[V];
-  float ss = 0.0f;
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= n4) break;
     v[j] = xr[i];
-    ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
   }
-  ss = blockSum(ss, red);
-  const float inv = 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
+  const float inv = groupedInvRms(x + r * ld_x, cols, eps, tile);
   const float4* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= n4) break;
     const float4 g = w4[i];
-    store4(out + r * ld_out + 4 * i,
-           make_float4(g.x * (v[j].x * inv), g.y * (v[j].y * inv), g.z * (v[j].z * inv), g.w * (v[j].w * inv)));
+    float4 gx = make_float4(g.x * v[j].x, g.y * v[j].y, g.z * v[j].z, g.w * v[j].w);
+    roundAs(gx, out);
+    store4(out + r * ld_out + 4 * i, make_float4(gx.x * inv, gx.y * inv, gx.z * inv, gx.w * inv));
   }
 }
 

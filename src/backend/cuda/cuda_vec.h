@@ -35,6 +35,28 @@ __device__ __forceinline__ uint32_t floatsToPair(float lo, float hi, const __hal
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
+// A feature (four features) rounded to T's precision (nearest even) and widened back; T = float:
+// unchanged.
+__device__ __forceinline__ float roundAs(float v, const float*) { return v; }
+__device__ __forceinline__ float roundAs(float v, const __nv_bfloat16*) { return __bfloat162float(__float2bfloat16_rn(v)); }
+__device__ __forceinline__ float roundAs(float v, const __half*) { return __half2float(__float2half_rn(v)); }
+__device__ __forceinline__ void roundAs(float4&, const float*) {}
+template <typename H>
+__device__ __forceinline__ void roundAs(float4& a, const H* tag) {
+  const float2 lo = pairToFloat2(floatsToPair(a.x, a.y, tag), tag);
+  const float2 hi = pairToFloat2(floatsToPair(a.z, a.w, tag), tag);
+  a = make_float4(lo.x, lo.y, hi.x, hi.y);
+}
+
+// RMSNorm's 1 / rms from each lane's share of a row's sum of squares (lane l: the squares of the
+// kGemvNormGroup-column groups q = l, l + 32, ... added in order; cuda_kernels.h, GemvNormIn): the
+// lanes' shares added by xor shuffles, then 1 / sqrt(ss / cols + eps). Every lane gets it. The
+// norm kernel and the split matrix-vector products both end here, so they agree to the bit.
+__device__ __forceinline__ float warpInvRms(float ss, int64_t cols, float eps) {
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  return 1.0f / sqrtf(ss / static_cast<float>(cols) + eps);
+}
+
 __device__ __forceinline__ void load8(const float* p, float4& a, float4& b) {
   a = reinterpret_cast<const float4*>(p)[0];
   b = reinterpret_cast<const float4*>(p)[1];
