@@ -378,26 +378,34 @@ TEST_P(BackendOps, Linear) {
   }
 }
 
+// A linearAddNormLinear case: x [m, k], residual [m, h], out [m, n].
+struct NormCase {
+  int64_t m, k, h, n;
+  bool bias, f32_out;
+  std::string name() const {
+    return std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(h) + "x" + std::to_string(n) +
+           (bias ? " bias" : "") + (f32_out ? " f32 out" : "");
+  }
+};
+
 // linearAddNormLinear: a residual product, the RMSNorm of the residual, the next product (o ->
 // gate|up, down -> q/k/v), against the CPU's three ops, whose second product takes the normed rows
-// in the activation dtype. Decode-sized steps on the GPU (up to 8 rows, 16-bit weights) split the
-// norm over two matrix-vector launches (LinearAddNormLinearIsTheThreeOpsToTheBit below).
+// in the activation dtype. Small steps on the GPU (16-bit weights; up to 2 rows by default, up to
+// 8 with LLMRT_CUDA_NORM_SPLIT=8) split the norm over two matrix-vector launches
+// (LinearAddNormLinearIsTheThreeOpsToTheBit below).
 TEST_P(BackendOps, LinearAddNormLinear) {
   const DType act = gpu_->activationDtype(), kF = DType::kF32;
-  struct Case {
-    int64_t m, k, h, n;
-    bool bias, f32_out;
-  };
+  using Case = NormCase;
   // h 4104: 513 column groups (a second pass over the sums at one row), h 17000: 2,125 groups and a
-  // wide residual product (two rows per warp); n 16400: a wide second product; h 100: not split.
+  // wide residual product (two rows per warp); n 16400: a wide second product; h 100: never split
+  // (h % 8 != 0).
   for (const Case& c : {Case{1, 64, 64, 3, false, false}, Case{1, 256, 4104, 1001, true, true},
                         Case{2, 136, 1024, 258, false, true}, Case{3, 8, 8, 10, true, false},
                         Case{4, 512, 4096, 64, true, false}, Case{8, 2048, 520, 130, false, true},
                         Case{5, 264, 136, 77, true, false}, Case{9, 256, 128, 66, true, false},
                         Case{1, 96, 100, 5, false, false}, Case{2, 40, 17000, 24, true, true},
                         Case{1, 64, 256, 16400, true, false}}) {
-    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.h) + "x" +
-                             std::to_string(c.n) + (c.bias ? " bias" : "") + (c.f32_out ? " f32 out" : "");
+    const std::string what = c.name();
     const DType out_dtype = c.f32_out ? kF : act;
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
     roundTo(x, act);  // the first product's input is an activation (attention out, SiLU·mul)
@@ -445,16 +453,13 @@ TEST_P(BackendOps, LinearAddNormLinear) {
 }
 
 // On the GPU, linearAddNormLinear gives the bits of its three ops one after another (linearAdd,
-// rmsNorm, linear) for any step, so whether it splits the norm over its products (steps of up to
-// 8 rows, 16-bit weights; LLMRT_CUDA_NORM_SPLIT says up to how many) never changes a token: the
+// rmsNorm, linear) for any step, so whether it splits the norm over its products (16-bit weights;
+// steps of up to LLMRT_CUDA_NORM_SPLIT rows, default 2, at most 8) never changes a token: the
 // split product rounds each normed entry as the norm kernel stores it, from the same 1 / rms
 // (the same order of the sums of squares).
 TEST_P(BackendOps, LinearAddNormLinearIsTheThreeOpsToTheBit) {
   const DType act = gpu_->activationDtype();
-  struct Case {
-    int64_t m, k, h, n;
-    bool bias, f32_out;
-  };
+  using Case = NormCase;
   // h 4104: 513 column groups (a second pass over the sums at one row and in rmsNorm's tile);
   // h 17000 with k 40: a wide residual product; 9 rows: the three ops on both sides.
   for (const Case& c : {Case{1, 512, 4096, 6144, false, false}, Case{2, 4096, 4096, 1000, true, false},
@@ -463,8 +468,7 @@ TEST_P(BackendOps, LinearAddNormLinearIsTheThreeOpsToTheBit) {
                         Case{6, 64, 2048, 520, false, false}, Case{7, 8, 8, 10, true, true},
                         Case{8, 2048, 520, 130, false, false}, Case{2, 40, 17000, 24, true, false},
                         Case{9, 256, 128, 66, true, false}}) {
-    const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.h) + "x" +
-                             std::to_string(c.n) + (c.bias ? " bias" : "") + (c.f32_out ? " f32 out" : "");
+    const std::string what = c.name();
     const DType out_dtype = c.f32_out ? DType::kF32 : act;
     auto [w1c, w1g] = weight(randomVec(static_cast<size_t>(c.h * c.k), rng_, 0.05f), Shape{c.h, c.k});
     auto [b1c, b1g] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});

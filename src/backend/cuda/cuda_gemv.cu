@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemvKernel(LLMRT_GEMV_PARAMS) {
 }
 // The NORM_IN products of one or two rows with a row per warp (q/k/v) held to the registers of
 // the plain kernel: the sums' pass must not cost q/k/v (768 blocks) its single wave (6 blocks per
-// SM at one row, 40 registers; 4 at two, 64 registers: 48 spilled 76 bytes).
+// SM at one row, 40 registers; 4 at two, 64 registers: a 48-register bound spilled 76 bytes).
 template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __global__ void __launch_bounds__(kWarps * 32, M == 1 ? 6 : 4) gemvKernelBounded(LLMRT_GEMV_PARAMS) {
   gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
