@@ -74,13 +74,15 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, const float* w, floa
 
 // rmsNormKernel for rows of up to 4 * V * blockDim.x features (blockDim.x <= 256) with cols, the
 // row stride and the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in
-// registers between the sum of squares (which reads it again, from L1) and the scaling.
+// registers from one read for the sum of squares (groupedInvRms's order, from the registers: a
+// group of 8 features is an even thread's float4 and the next thread's) and the scaling.
 template <typename TO, int V>
 __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, TO* out,
                                  int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
-  __shared__ float tile[256];
+  __shared__ float groups[V * 256 / 2];  // each group's sum of squares
+  __shared__ float inv_rms;
   const int64_t r = blockIdx.x;
   const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
   const int n4 = cols / 4;
@@ -88,10 +90,32 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, f
 #pragma unroll
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
-    if (i >= n4) break;
-    v[j] = xr[i];
+    if (i < n4) v[j] = xr[i];
   }
-  const float inv = groupedInvRms(x + r * ld_x, cols, eps, tile);
+  auto addSquares = [](float s, const float4& a) {  // in feature order, each square rounded
+    s = __fadd_rn(s, __fmul_rn(a.x, a.x));
+    s = __fadd_rn(s, __fmul_rn(a.y, a.y));
+    s = __fadd_rn(s, __fmul_rn(a.z, a.z));
+    return __fadd_rn(s, __fmul_rn(a.w, a.w));
+  };
+#pragma unroll
+  for (int j = 0; j < V; ++j) {  // (blockDim.x is even: float4 i and i + 1 sit in adjacent lanes)
+    const int i = threadIdx.x + j * blockDim.x;
+    const bool even = i % 2 == 0;
+    const float first = i < n4 && even ? addSquares(0.0f, v[j]) : 0.0f;
+    const float from_left = __shfl_up_sync(0xffffffffu, first, 1);
+    if (i < n4 && !even) groups[i / 2] = addSquares(from_left, v[j]);
+    if (i < n4 && even && i + 1 >= n4) groups[i / 2] = first;  // a last group of 4 features
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float ss = 0.0f;
+    for (int q = threadIdx.x; q < (n4 + 1) / 2; q += 32) ss += groups[q];
+    const float inv = warpInvRms(ss, cols, eps);
+    if (threadIdx.x == 0) inv_rms = inv;
+  }
+  __syncthreads();
+  const float inv = inv_rms;
   const float4* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
   for (int j = 0; j < V; ++j) {
