@@ -88,8 +88,8 @@ void CpuBackend::rmsNorm(const TensorView& x, const TensorView& weight, float ep
       float* o = out.as<float>() + r * rowStride(out);
       double ss = 0.0;
       for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-      // HF LlamaRMSNorm's x * rsqrt(mean(x^2) + eps) * weight, in float32 with one rounding of
-      // the output (the CUDA kernel's order of the two products: (weight * x) * inv).
+      // HF LlamaRMSNorm's x * rsqrt(mean(x^2) + eps) * weight in float32, the products in the
+      // CUDA kernel's order, (weight * x) * inv (which with 16-bit outputs also rounds weight * x).
       const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
       for (int64_t i = 0; i < n; ++i) o[i] = (w[i] * xr[i]) * inv;
     }
