@@ -217,6 +217,14 @@ class Backend {
   // a query at position p sees keys (p - W, p].
   virtual void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
                          float scale, TensorView out) = 0;
+  // ropeWriteKv then attention (this default). The pool and `out` end as the two ops leave them;
+  // q's contents afterwards are unspecified (the CUDA backend, for decode steps, rotates q as its
+  // attention kernel reads it and leaves the buffer unrotated; to the bit the same `out`).
+  virtual void ropeAttention(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim,
+                             int64_t num_heads, int64_t sliding_window, float scale, TensorView out) {
+    ropeWriteKv(layer, q, k, v, head_dim);
+    attention(layer, q, num_heads, sliding_window, scale, out);
+  }
 
   // ---- sampling help ----------------------------------------------------------
   // Whether argmaxRows runs on the backend (saves copying logits to the host).

@@ -254,8 +254,8 @@ void LlamaModel::run(int64_t T, int64_t R) {
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     const int64_t layer = static_cast<int64_t>(li);
-    backend_.ropeWriteKv(layer, q, k, v, c.head_dim);
-    backend_.attention(layer, q, c.num_attention_heads, L.sliding_window.value_or(0), scale, attn_out);
+    backend_.ropeAttention(layer, q, k, v, c.head_dim, c.num_attention_heads, L.sliding_window.value_or(0), scale,
+                           attn_out);
     backend_.linearAddNormLinear(attn_out, L.o_w, bias(L.o_b), x, L.post_norm, eps, h, L.gate_up_w,
                                  bias(L.gate_up_b), gate_up);
     backend_.siluMul(gate_up, act);

@@ -768,6 +768,127 @@ TEST_P(BackendOps, PagedAttention) {
   }
 }
 
+// ropeAttention against ropeWriteKv + attention on the same backend: on the CUDA backend a decode
+// step (every sequence one new row) on the tensor-core decode kernel (16-bit cache, head_dim 64 /
+// 128, GQA group <= 8, full rotary dim) runs as one kernel that rotates q in registers (q in memory
+// stays as it was: that is how the test knows the fused kernel ran) and k, and writes the KV itself;
+// every other step runs the two ops. Either way the output and the pool are the two ops' to the
+// bit, and close to the CPU's.
+TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
+  struct Case {
+    int64_t head_dim, heads, kv_heads, tpb, window, rotary_dim;
+    bool decode;  // one new row per sequence (else a mixed step with a prefill)
+  };
+  const std::vector<Case> cases{
+      {128, 32, 8, 16, 0, 128, true},  {128, 16, 2, 32, 0, 128, true},   {64, 8, 8, 16, 0, 64, true},
+      {64, 32, 4, 16, 100, 64, true},  {128, 8, 8, 16, 37, 128, true},   {64, 16, 1, 16, 0, 64, true},  // group 16
+      {128, 32, 8, 16, 0, 64, true},   {128, 32, 8, 16, 0, 128, false},
+  };
+  struct S {
+    int64_t q_len, kv_len;
+    bool slot = true;  // the new rows are written (a padded graph row is not)
+  };
+  for (const Case& c : cases) {
+    const std::vector<S> decode{{1, 700}, {1, 333}, {1, 1}, {1, 2 * c.tpb}, {1, 2 * c.tpb + 1}, {1, 64, false}, {1, 129}};
+    const std::vector<S> mixed{{37, 37}, {1, 100}, {1, 2 * c.tpb + 1}};
+    const std::vector<S>& specs = c.decode ? decode : mixed;
+    const int64_t group = c.heads / c.kv_heads;
+    const bool fused = halfKv() && c.decode && (c.head_dim == 64 || c.head_dim == 128) && group <= 8 &&
+                       c.rotary_dim == c.head_dim;
+    SCOPED_TRACE("hd " + std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
+                 std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) + " window " + std::to_string(c.window) +
+                 " rotary " + std::to_string(c.rotary_dim) + (c.decode ? " decode" : " mixed") +
+                 (fused ? " (fused)" : ""));
+    const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
+    int64_t need = 0;
+    for (const S& sp : specs) need += (sp.kv_len + c.tpb - 1) / c.tpb;
+    const int64_t num_blocks = need + 4;
+    KvPoolGeometry g{num_blocks, layers, c.kv_heads, c.head_dim, c.tpb, DType::kF32};
+    fillPools(*this, g);
+    std::vector<int32_t> perm(static_cast<size_t>(num_blocks));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng_);
+    std::vector<std::vector<int32_t>> tables;
+    std::vector<StepSeq> seqs;
+    std::vector<int32_t> ids, pos;
+    std::vector<int64_t> slots;
+    int64_t rows = 0;
+    size_t next = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const S& sp = specs[i];
+      std::vector<int32_t>& t = tables.emplace_back();
+      for (int64_t b = 0; b < (sp.kv_len + c.tpb - 1) / c.tpb; ++b) t.push_back(perm[next++]);
+    }
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const S& sp = specs[i];
+      // Two RoPE tables (per-sequence tables, as dynamic NTK gives): odd sequences use table 1.
+      seqs.push_back(StepSeq{rows, sp.q_len, sp.kv_len, tables[i], static_cast<int32_t>(i % 2)});
+      for (int64_t r = 0; r < sp.q_len; ++r) {
+        const int64_t at = sp.kv_len - sp.q_len + r;
+        ids.push_back(0);
+        pos.push_back(static_cast<int32_t>(at));
+        slots.push_back(sp.slot ? int64_t{tables[i][static_cast<size_t>(at / c.tpb)]} * c.tpb + at % c.tpb : -1);
+      }
+      rows += sp.q_len;
+    }
+    const int64_t half = c.rotary_dim / 2;
+    std::vector<float> inv(static_cast<size_t>(2 * half));
+    for (int64_t i = 0; i < half; ++i) {
+      inv[static_cast<size_t>(i)] = 1.0f / std::pow(500000.0f, static_cast<float>(2 * i) / static_cast<float>(c.rotary_dim));
+      inv[static_cast<size_t>(half + i)] = inv[static_cast<size_t>(i)] * 0.37f;
+    }
+    StepInputs in;
+    in.token_ids = ids;
+    in.positions = pos;
+    in.slots = slots;
+    in.seqs = seqs;
+    in.rope_inv_freq = inv;
+    in.rotary_dim = c.rotary_dim;
+    in.rope_attention_scaling = 1.25f;
+    begin(in);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const size_t per = static_cast<size_t>(g.elementsPerBlock());
+    auto pools = [&](Backend& b) {
+      std::vector<float> all(per * static_cast<size_t>(num_blocks));
+      for (int32_t blk = 0; blk < num_blocks; ++blk)
+        EXPECT_TRUE(b.readKvBlock(KvPoolKind::kPrimary, blk, all.data() + per * static_cast<size_t>(blk)).isOk());
+      return all;
+    };
+    for (int64_t layer = 0; layer < layers; ++layer) {
+      SCOPED_TRACE("layer " + std::to_string(layer));
+      const std::vector<float> qkv = randomVec(static_cast<size_t>(rows * (Q + 2 * KV)), rng_);
+      auto [qc, qg] = put(2, rows, Q + 2 * KV, qkv);
+      auto [oc, og] = put(3, rows, Q, {});
+      cpu_->ropeAttention(layer, columns(qc, 0, Q), columns(qc, Q, KV), columns(qc, Q + KV, KV), c.head_dim,
+                          c.heads, c.window, scale, oc);
+      gpu_->ropeAttention(layer, columns(qg, 0, Q), columns(qg, Q, KV), columns(qg, Q + KV, KV), c.head_dim,
+                          c.heads, c.window, scale, og);
+      const std::vector<float> out_one = get(*gpu_, og), pool_one = pools(*gpu_), q_after = get(*gpu_, qg);
+      bool q_kept = true;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < Q; ++j)
+          q_kept = q_kept && q_after[static_cast<size_t>(r * (Q + 2 * KV) + j)] == qkv[static_cast<size_t>(r * (Q + 2 * KV) + j)];
+      EXPECT_EQ(q_kept, fused) << "q left unrotated <=> the one-kernel path ran";
+      // The two ops on a fresh copy (they write the same slots again).
+      auto [qc2, qg2] = put(4, rows, Q + 2 * KV, qkv);
+      auto [oc2, og2] = put(5, rows, Q, {});
+      gpu_->ropeWriteKv(layer, columns(qg2, 0, Q), columns(qg2, Q, KV), columns(qg2, Q + KV, KV), c.head_dim);
+      gpu_->attention(layer, columns(qg2, 0, Q), c.heads, c.window, scale, og2);
+      const std::vector<float> out_two = get(*gpu_, og2), pool_two = pools(*gpu_);
+      EXPECT_EQ(0, std::memcmp(out_one.data(), out_two.data(), out_one.size() * sizeof(float)))
+          << "ropeAttention's output differs from ropeWriteKv + attention";
+      EXPECT_EQ(0, std::memcmp(pool_one.data(), pool_two.data(), pool_one.size() * sizeof(float)))
+          << "ropeAttention's pool differs from ropeWriteKv's";
+      // (The new rows' k / v are rounded to a 16-bit cache on the GPU, kept float32 on the CPU.)
+      const bool flash = halfKv() && (c.head_dim == 64 || c.head_dim == 128) && (!c.decode || group <= 8);
+      expectClose(out_one, get(*cpu_, oc), flash ? 5e-3 : (halfKv() ? 3e-3 : 1e-5),
+                  flash ? 3e-2 : (halfKv() ? 1e-2 : 5e-5), "ropeAttention vs the CPU", halfStep(gpuKv()));
+      expectClose(pool_one, pools(*cpu_), halfKv() ? 4e-3 : 1e-6, halfKv() ? 0.05 : 1e-5, "pool vs the CPU",
+                  halfStep(gpuKv()));
+    }
+  }
+}
+
 void fillPools(BackendOps& t, const KvPoolGeometry& g) {
   t.fill(g);
 }

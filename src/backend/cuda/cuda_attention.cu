@@ -284,14 +284,23 @@ cudaError_t initAttentionKernels() {
   return optIn<__nv_bfloat16>();
 }
 
+bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
+                         const float* k, int64_t ld_k, const float* v, int64_t ld_v) {
+  auto aligned = [](const float* p, int64_t ld) { return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0; };
+  return kv_dtype != DType::kF32 && decodeMmaSupported(g, num_heads, pool) && rotary_dim == g.head_dim &&
+         aligned(k, ld_k) && aligned(v, ld_v);
+}
+
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream) {
   if (a.num_items == 0) return cudaSuccess;
   if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > kMaxSplits) return cudaErrorInvalidValue;
   const int64_t group = a.num_heads / g.num_kv_heads;
   if (group > kMaxGroup || smemBytes(static_cast<int>(group), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
+  const bool mma = kv_dtype != DType::kF32 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool);
+  if (a.rope.k && (!mma || a.rope.pool != pool)) return cudaErrorInvalidValue;  // RoPE only inside that kernel
   cudaError_t launched;
-  if (kv_dtype != DType::kF32 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool))
+  if (mma)
     launched = decodeAttentionMma(pool, kv_dtype, g, a, stream);
   else
     launched = withElementType(kv_dtype, [&](auto tag) {

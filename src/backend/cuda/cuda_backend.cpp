@@ -99,7 +99,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   bool rowgroup = true;        // the row-group sampling kernel
   bool vector_ops = true;      // float4 kernels for RMSNorm and RoPE + KV write
   // Switches for measurements and diagnosis:
-  // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,bf16act,pdl,sampling,compact,rowgroup,vecops
+  // LLMRT_CUDA_DISABLE=graphs,gemv,flash,mmadecode,ropefuse,bf16act,pdl,sampling,compact,rowgroup,vecops
   // (comma-separated).
   if (const char* off = std::getenv("LLMRT_CUDA_DISABLE")) {
     const std::string v = off;
@@ -107,6 +107,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     b->use_gemv_ = v.find("gemv") == std::string::npos;
     b->use_flash_ = v.find("flash") == std::string::npos;
     b->use_mma_decode_ = v.find("mmadecode") == std::string::npos;
+    b->use_rope_fusion_ = v.find("ropefuse") == std::string::npos;
     half_activations = half_activations && v.find("bf16act") == std::string::npos;
     pdl = pdl && v.find("pdl") == std::string::npos;
     b->use_sampling_ = v.find("sampling") == std::string::npos;
@@ -114,10 +115,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     rowgroup = v.find("rowgroup") == std::string::npos;
     vector_ops = v.find("vecops") == std::string::npos;
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_DISABLE=%s (graphs %s, gemv %s, flash attention %s, tensor-core "
-                   "decode attention %s, 16-bit activations %s, dependent launch %s, sampling on the GPU %s, compact "
-                   "sampling pass %s, row-group sampling %s, vector norm/RoPE kernels %s)",
+                   "decode attention %s, RoPE in decode attention %s, 16-bit activations %s, dependent launch %s, "
+                   "sampling on the GPU %s, compact sampling pass %s, row-group sampling %s, vector norm/RoPE "
+                   "kernels %s)",
                    off, b->use_graphs_ ? "on" : "off", b->use_gemv_ ? "on" : "off", b->use_flash_ ? "on" : "off",
-                   b->use_mma_decode_ ? "on" : "off",
+                   b->use_mma_decode_ ? "on" : "off", b->use_rope_fusion_ ? "on" : "off",
                    half_activations ? "on" : "off", pdl ? "on" : "off", b->use_sampling_ ? "on" : "off",
                    b->use_compact_sampling_ ? "on" : "off", rowgroup ? "on" : "off", vector_ops ? "on" : "off");
   }

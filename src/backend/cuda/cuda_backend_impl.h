@@ -110,6 +110,12 @@ class CudaBackend final : public Backend {
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
   void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
                  TensorView out) override;
+  // Steps whose every row is its sequence's one new token (decode) on the tensor-core decode kernel
+  // (bf16 / fp16 cache, head_dim 64 / 128, GQA group <= 8, full rotary dim): one kernel rotates q
+  // and k, writes the KV and attends (cuda::DecodeAttnArgs::Rope; LLMRT_CUDA_DISABLE=ropefuse:
+  // the two ops). Other steps: the two ops.
+  void ropeAttention(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim,
+                     int64_t num_heads, int64_t sliding_window, float scale, TensorView out) override;
 
   bool hasArgmax() const override { return true; }
   Status argmaxRows(const TensorView& logits, int32_t* out) override;
@@ -183,6 +189,11 @@ class CudaBackend final : public Backend {
   cuda::KvLayout kvLayout() const;
   // Key splits for `items` decode rows whose longest visible context is `max_keys`.
   int32_t chooseSplits(int64_t items, int64_t max_keys) const;
+  // The decode attention kernel's arguments for the step's items (attention and ropeAttention).
+  cuda::DecodeAttnArgs decodeArgs(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
+                                  float scale, const TensorView& out) const;
+  // attention()'s checks of the heads and q / out dtypes (fails the backend when one does not hold).
+  bool checkAttention(const TensorView& q, int64_t num_heads, const TensorView& out);
 
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
@@ -291,6 +302,8 @@ class CudaBackend final : public Backend {
   int64_t norm_split_rows_ = kNormSplitRows;  // linearAddNormLinear's norm split: steps of up to this many rows
   bool use_flash_ = true;
   bool use_mma_decode_ = true;
+  bool use_rope_fusion_ = true;  // ropeAttention's one kernel for decode steps
+  bool single_token_rows_ = false;  // the step's every sequence has at most one new row
   bool use_sampling_ = true;  // sampleRows (else the runner samples on the host)
   bool use_compact_sampling_ = true;  // sampleRows' compact pass for few rows with a small top-k
   int group_capacity_ = 0;  // resident CTAs of the row-group sampling kernel (0: path off)

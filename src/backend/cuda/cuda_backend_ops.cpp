@@ -91,6 +91,8 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
     if (q.q_len > 0) item_keys = std::max(item_keys, q.kv_len);
   }
   const int32_t splits = chooseSplits(static_cast<int64_t>(items_.size()), item_keys);
+  single_token_rows_ = true;
+  for (const HostStep::Seq& q : step_.seqs) single_token_rows_ = single_token_rows_ && q.q_len <= 1;
 
   // Layout: sizes fix the offsets; the block tables (whose total length varies
   // from step to step) come last, so a layout hash covers every kernel argument.
@@ -161,7 +163,7 @@ Status CudaBackend::beginStep(const StepInputs& inputs) {
   for (uint64_t v : {static_cast<uint64_t>(T), static_cast<uint64_t>(S), static_cast<uint64_t>(R),
                      static_cast<uint64_t>(items_.size()), static_cast<uint64_t>(tiles_.size()),
                      static_cast<uint64_t>(step_.inv_freq.size()), static_cast<uint64_t>(splits),
-                     static_cast<uint64_t>(step_.rotary_dim)})
+                     static_cast<uint64_t>(step_.rotary_dim), static_cast<uint64_t>(single_token_rows_)})
     h = mix(h, v);
   step_layout_ = h;
   return Status::ok();
@@ -362,19 +364,81 @@ void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const T
   LLMRT_CUDA_OP_CHECK(cuda::ropeWriteKv(primary_, geometry_.dtype, kvLayout(), a, stream_));
 }
 
-void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
-                            float scale, TensorView out) {
-  if (failed()) return;
-  OpScope scope(this, [&] { return strprintf("attention items=%d tiles=%d splits=%d", dev_.num_items, dev_.num_tiles, dev_.splits); });
+bool CudaBackend::checkAttention(const TensorView& q, int64_t num_heads, const TensorView& out) {
   if (num_heads % geometry_.num_kv_heads != 0 || num_heads / geometry_.num_kv_heads > 32) {
     fail(unimplemented("attention: " + std::to_string(num_heads) + " heads over " +
                        std::to_string(geometry_.num_kv_heads) +
                        " KV heads (a GQA group of at most 32 is supported)"));
+    return false;
+  }
+  return checkDtypes("attention q", q, DType::kF32) && checkActivation("attention out", out);
+}
+
+cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q, int64_t num_heads,
+                                             int64_t sliding_window, float scale, const TensorView& out) const {
+  cuda::DecodeAttnArgs a{};
+  a.q = f32(q);
+  a.ld_q = ld(q);
+  a.out = out.data;
+  a.out_dtype = out.dtype;
+  a.ld_out = ld(out);
+  a.num_heads = static_cast<int32_t>(num_heads);
+  a.scale = scale;
+  a.layer = static_cast<int32_t>(layer);
+  a.seqs = dev_.seqs;
+  a.tables = dev_.tables;
+  a.window = static_cast<int32_t>(sliding_window);
+  a.items = dev_.items;
+  a.num_items = dev_.num_items;
+  a.splits = dev_.splits;
+  a.partial = static_cast<float*>(partial_.ptr);
+  a.tensor_cores = use_mma_decode_;
+  return a;
+}
+
+void CudaBackend::ropeAttention(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim,
+                                int64_t num_heads, int64_t sliding_window, float scale, TensorView out) {
+  if (failed()) return;
+  const bool fuse = use_rope_fusion_ && use_mma_decode_ && single_token_rows_ && dev_.num_tiles == 0 &&
+                    dev_.num_items > 0 && dev_.num_items == step_.numTokens() && head_dim == geometry_.head_dim &&
+                    k.dtype == DType::kF32 && v.dtype == DType::kF32 &&
+                    cuda::decodeRopeSupported(kvLayout(), static_cast<int32_t>(num_heads), primary_, geometry_.dtype,
+                                              step_.rotary_dim, f32(k), ld(k), f32(v), ld(v));
+  if (!fuse) {
+    ropeWriteKv(layer, q, k, v, head_dim);
+    attention(layer, q, num_heads, sliding_window, scale, out);
     return;
   }
-  if (!checkDtypes("attention q", q, DType::kF32) || !checkActivation("attention out", out)) return;
-  // What both kernels take: the packed q/out, heads, scale, layer and the step's sequences.
-  auto common = [&](auto& a) {
+  OpScope scope(this, [&] { return strprintf("ropeAttention items=%d splits=%d", dev_.num_items, dev_.splits); });
+  if (!checkAttention(q, num_heads, out)) return;
+  cuda::DecodeAttnArgs a = decodeArgs(layer, q, num_heads, sliding_window, scale, out);
+  a.rope.k = f32(k);
+  a.rope.ld_k = ld(k);
+  a.rope.v = f32(v);
+  a.rope.ld_v = ld(v);
+  a.rope.pool = primary_;
+  a.rope.positions = dev_.positions;
+  a.rope.row_table = dev_.row_table;
+  a.rope.slots = dev_.slots;
+  a.rope.inv_freq = dev_.inv_freq;
+  a.rope.scaling = step_.rope_scaling;
+  LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(primary_, geometry_.dtype, kvLayout(), a, stream_));
+}
+
+void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
+                            float scale, TensorView out) {
+  if (failed()) return;
+  OpScope scope(this, [&] { return strprintf("attention items=%d tiles=%d splits=%d", dev_.num_items, dev_.num_tiles, dev_.splits); });
+  if (!checkAttention(q, num_heads, out)) return;
+  if (dev_.num_items > 0)
+    LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(primary_, geometry_.dtype, kvLayout(),
+                                              decodeArgs(layer, q, num_heads, sliding_window, scale, out), stream_));
+  if (dev_.num_tiles > 0) {
+    if (!cuda::flashAttentionSupported(kvLayout(), static_cast<int32_t>(num_heads))) {
+      fail(unimplemented("attention: the context kernel does not support " + std::to_string(num_heads) + " heads"));
+      return;
+    }
+    cuda::FlashAttnArgs a{};
     a.q = f32(q);
     a.ld_q = ld(q);
     a.out = out.data;
@@ -385,25 +449,6 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
     a.layer = static_cast<int32_t>(layer);
     a.seqs = dev_.seqs;
     a.tables = dev_.tables;
-  };
-  if (dev_.num_items > 0) {
-    cuda::DecodeAttnArgs a{};
-    common(a);
-    a.window = static_cast<int32_t>(sliding_window);
-    a.items = dev_.items;
-    a.num_items = dev_.num_items;
-    a.splits = dev_.splits;
-    a.partial = static_cast<float*>(partial_.ptr);
-    a.tensor_cores = use_mma_decode_;
-    LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(primary_, geometry_.dtype, kvLayout(), a, stream_));
-  }
-  if (dev_.num_tiles > 0) {
-    if (!cuda::flashAttentionSupported(kvLayout(), static_cast<int32_t>(num_heads))) {
-      fail(unimplemented("attention: the context kernel does not support " + std::to_string(num_heads) + " heads"));
-      return;
-    }
-    cuda::FlashAttnArgs a{};
-    common(a);
     a.sliding_window = static_cast<int32_t>(sliding_window);
     a.tiles = dev_.tiles;
     a.num_tiles = dev_.num_tiles;

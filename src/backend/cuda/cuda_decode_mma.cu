@@ -66,7 +66,13 @@ struct Geometry {
   static_assert(kThreads % kChunksPerRow == 0 && kTileKeys % kRowsPerPass == 0, "load mapping");
 };
 
-template <int kHeadDim, typename H>
+// kRope: RoPE and the row's KV write inside (DecodeAttnArgs::Rope): the cos / sin of the row's
+// angles go to shared memory before the wait (the step's upload, not an earlier kernel, holds the
+// positions); q is rotated as its fragments are built; where the row has a slot, the thread that
+// would gather the row's own key (k and v, 8 features of a head) from the pool rotates it from
+// a.rope.k instead and stores both in its tile and in the pool. (A row without a slot reads its
+// key from the pool, as attention after ropeWriteKv does.)
+template <int kHeadDim, typename H, bool kRope>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const H* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
                     int tpb_shift) {
@@ -93,8 +99,65 @@ __global__ void __launch_bounds__(kThreads)
   const int ld_row = tid / G::kChunksPerRow, ld_chunk = tid % G::kChunksPerRow;
   const uint32_t ring = sharedAddress(smem_raw);  // [stage][K, V][kTileKeys][kStride] bf16
 
+  constexpr int kHalf = kHeadDim / 2;
+  __shared__ float rope_cs[kRope ? kHeadDim : 1];  // kRope: cos [0, kHalf), sin [kHalf, kHeadDim)
+  H* new_k = nullptr;  // kRope: where the row's own k and v go in the pool (null: not written)
+  H* new_v = nullptr;
+  if constexpr (kRope) {
+    const int row = item.x;
+    if (tid < kHalf) {
+      const float* inv = a.rope.inv_freq + static_cast<int64_t>(a.rope.row_table[row]) * kHalf;
+      const float2 c = ropeCosSin(static_cast<float>(a.rope.positions[row]), inv[tid], a.rope.scaling);
+      rope_cs[tid] = c.x;
+      rope_cs[kHalf + tid] = c.y;
+    }
+    const int64_t slot = a.rope.slots[row];
+    if (slot >= 0 && keys.pos >= begin && keys.pos < end) {
+      H* at = static_cast<H*>(a.rope.pool) + (slot >> tpb_shift) * g.elems_per_block + (slot & tpb_mask) * kHeadDim;
+      new_k = at + k_off;
+      new_v = at + v_off;
+    }
+    __syncthreads();
+  }
+
   pdlWait();  // q and the cache's newest rows come from the kernels before
   pdlLaunchDependents();
+
+  // kRope: the row's own key and value, features [8c, 8c + 8) of head kvh, into the tile's shared
+  // rows (and the pool): k rotated with its partner features half a head away.
+  auto putNewKey = [&](uint32_t k_dst, uint32_t v_dst, int c) {
+    const int d0 = c * 8;
+    const int pair0 = d0 < kHalf ? d0 + kHalf : d0 - kHalf;
+    const float* k_row = a.rope.k + static_cast<int64_t>(item.x) * a.rope.ld_k + static_cast<int64_t>(kvh) * kHeadDim;
+    const float* v_row = a.rope.v + static_cast<int64_t>(item.x) * a.rope.ld_v + static_cast<int64_t>(kvh) * kHeadDim;
+    float4 x0, x1, p0, p1, v0, v1;
+    load8(k_row + d0, x0, x1);
+    load8(k_row + pair0, p0, p1);
+    load8(v_row + d0, v0, v1);
+    const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    const float ps[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int i = (d0 < kHalf ? d0 : pair0) + e;  // the pair's first feature
+      y[e] = d0 < kHalf ? ropeRotate(xs[e], ps[e], rope_cs[i], rope_cs[kHalf + i]).x
+                        : ropeRotate(ps[e], xs[e], rope_cs[i], rope_cs[kHalf + i]).y;
+    }
+    const H* tag = nullptr;
+    uint4 kq, vq;
+    kq.x = floatsToPair(y[0], y[1], tag);
+    kq.y = floatsToPair(y[2], y[3], tag);
+    kq.z = floatsToPair(y[4], y[5], tag);
+    kq.w = floatsToPair(y[6], y[7], tag);
+    vq.x = floatsToPair(v0.x, v0.y, tag);
+    vq.y = floatsToPair(v0.z, v0.w, tag);
+    vq.z = floatsToPair(v1.x, v1.y, tag);
+    vq.w = floatsToPair(v1.z, v1.w, tag);
+    *reinterpret_cast<uint4*>(smem_raw + (k_dst - ring)) = kq;
+    *reinterpret_cast<uint4*>(smem_raw + (v_dst - ring)) = vq;
+    *reinterpret_cast<uint4*>(new_k + d0) = kq;
+    *reinterpret_cast<uint4*>(new_v + d0) = vq;
+  };
 
   // Keys past `end` are zero-filled and never read: their blocks may not exist, and garbage
   // (NaN) in V would poison 0 * NaN in P V.
@@ -115,6 +178,12 @@ __global__ void __launch_bounds__(kThreads)
         v_src = pool + v_off + at;
       }
       const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
+      if constexpr (kRope) {
+        if (new_k && j == keys.pos) {  // (a row without a slot reads the pool, as the two ops do)
+          putNewKey(k_dst + off, v_dst + off, ld_chunk);
+          continue;
+        }
+      }
       cpAsync16(k_dst + off, k_src, valid);
       cpAsync16(v_dst + off, v_src, valid);
     }
@@ -130,13 +199,31 @@ __global__ void __launch_bounds__(kThreads)
   {
     const bool ok = gq < group;
     const float* q_row = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh * group + gq) * kHeadDim;
+    float qv[kDimChunks][2][2];  // [chunk][half][pair]: features c * 16 + half * 8 + 2 tq (+1)
+#pragma unroll
+    for (int c = 0; c < kDimChunks; ++c)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] : 0.0f;
+    if constexpr (kRope) {  // feature i's partner i + kHalf sits kDimChunks / 2 chunks on, in this thread
+#pragma unroll
+      for (int c = 0; c < kDimChunks / 2; ++c)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = c * 16 + half * 8 + 2 * tq + e;
+            const float2 y = ropeRotate(qv[c][half][e], qv[c + kDimChunks / 2][half][e], rope_cs[i], rope_cs[kHalf + i]);
+            qv[c][half][e] = y.x;
+            qv[c + kDimChunks / 2][half][e] = y.y;
+          }
+    }
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int col = c * 16 + half * 8 + 2 * tq;
-        const float x = ok ? q_row[col] : 0.0f, y = ok ? q_row[col + 1] : 0.0f;
-        splitPair<H>(x, y, q_hi[c][2 * half], q_lo[c][2 * half]);
+        splitPair<H>(qv[c][half][0], qv[c][half][1], q_hi[c][2 * half], q_lo[c][2 * half]);
         q_hi[c][2 * half + 1] = q_lo[c][2 * half + 1] = 0u;
       }
     }
@@ -260,8 +347,11 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int kHeadDim, typename H>
 cudaError_t optInOne() {
-  return cudaFuncSetAttribute(decodeMmaKernel<kHeadDim, H>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              static_cast<int>(Geometry<kHeadDim>::kSmemBytes));
+  const int bytes = static_cast<int>(Geometry<kHeadDim>::kSmemBytes);
+  cudaError_t e = cudaFuncSetAttribute(decodeMmaKernel<kHeadDim, H, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return e != cudaSuccess ? e
+                          : cudaFuncSetAttribute(decodeMmaKernel<kHeadDim, H, true>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
 template <int kHeadDim, typename H>
@@ -269,8 +359,11 @@ cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs&
   const int tpb_shift = tokensPerBlockShift(g);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
-  return launchPdl(decodeMmaKernel<kHeadDim, H>, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream,
-                   static_cast<const H*>(pool), g, a, group, tpb_shift);
+  auto go = [&](auto kernel) {
+    return launchPdl(kernel, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream, static_cast<const H*>(pool), g,
+                     a, group, tpb_shift);
+  };
+  return a.rope.k ? go(decodeMmaKernel<kHeadDim, H, true>) : go(decodeMmaKernel<kHeadDim, H, false>);
 }
 
 }  // namespace

@@ -114,9 +114,30 @@ struct DecodeAttnArgs {
   // A bf16 / fp16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
   // unless this is false (LLMRT_CUDA_DISABLE=mmadecode, for measurements).
   bool tensor_cores = true;
+  // RoPE and the KV write inside the tensor-core kernel (ropeAttention; rope.k non-null): for steps
+  // whose every item is its sequence's one new row and a rotary dim equal to head_dim. Each CTA
+  // rotates q as it reads it (q in memory stays as it was) and the CTA whose keys end at the row's
+  // own key rotates that k, writes k and v into the pool at slots[row] (when >= 0) and puts them
+  // into its shared tile itself: the same bits as ropeWriteKv followed by decodeAttention.
+  struct Rope {
+    const float* k = nullptr;
+    int64_t ld_k = 0;
+    const float* v = nullptr;
+    int64_t ld_v = 0;
+    void* pool = nullptr;  // the pool again, written
+    const int32_t* positions = nullptr;
+    const int32_t* row_table = nullptr;
+    const int64_t* slots = nullptr;
+    const float* inv_freq = nullptr;  // [tables][head_dim / 2]
+    float scaling = 1.0f;
+  } rope;
 };
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream);
+// Whether decodeAttention can take a step's RoPE and KV write (DecodeAttnArgs::rope): the tensor-core
+// kernel runs, the rotary dim is head_dim and k / v rows are 16-byte aligned float32.
+bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
+                         const float* k, int64_t ld_k, const float* v, int64_t ld_v);
 // The tensor-core decode kernel (cuda_decode_mma.cu): bf16 or fp16 cache, head_dim 64 or 128, a GQA group of
 // at most 8, tokens_per_block a power of two, 16-byte aligned pool and blocks. decodeAttentionMma
 // launches only the attention kernel (decodeAttention adds the split merge).
@@ -133,6 +154,7 @@ struct DecodeKeys {
   int2 item;  // (packed row, sequence index)
   const int32_t* table;
   int64_t begin, end;
+  int64_t pos;  // the row's own key
 };
 __device__ __forceinline__ DecodeKeys decodeKeys(const DecodeAttnArgs& a, int item_index, int split) {
   DecodeKeys k;
@@ -144,7 +166,20 @@ __device__ __forceinline__ DecodeKeys decodeKeys(const DecodeAttnArgs& a, int it
   const int64_t chunk = (pos - lo + 1 + a.splits - 1) / a.splits;  // pos - lo + 1 >= 1 keys visible
   k.begin = lo + split * chunk;
   k.end = min(pos + 1, k.begin + chunk);
+  k.pos = pos;
   return k;
+}
+// RoPE, written once for every kernel that rotates (so they agree to the bit): the cos and sin of
+// a row's angle pos * inv_freq (float32, as HF's inv_freq @ position_ids) times the attention
+// scaling, and the rotate-half pair (x1, x2) -> (x1 c - x2 s, x2 c + x1 s), each product rounded
+// (no contraction into fma).
+__device__ __forceinline__ float2 ropeCosSin(float pos, float inv_freq, float scaling) {
+  float s, c;
+  sincosf(pos * inv_freq, &s, &c);
+  return make_float2(c * scaling, s * scaling);
+}
+__device__ __forceinline__ float2 ropeRotate(float x1, float x2, float c, float s) {
+  return make_float2(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)), __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
 }
 // out[i] = v in the output's dtype (F32, BF16 or F16).
 __device__ __forceinline__ void storeDecodeOut(const DecodeAttnArgs& a, int64_t i, float v) {

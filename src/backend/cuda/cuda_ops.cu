@@ -220,10 +220,9 @@ __device__ RopeRow<T> ropeRowStart(T* pool, const KvLayout& g, const RopeKvArgs&
   const float pos = static_cast<float>(a.positions[r]);
   const float* inv = a.inv_freq + static_cast<int64_t>(a.row_table[r]) * half;
   for (int64_t i = threadIdx.x; i < half; i += blockDim.x) {
-    float s, c;
-    sincosf(pos * inv[i], &s, &c);  // float32 angle, as HF's inv_freq @ position_ids
-    cs[i] = c * a.scaling;
-    cs[half + i] = s * a.scaling;
+    const float2 c = ropeCosSin(pos, inv[i], a.scaling);
+    cs[i] = c.x;
+    cs[half + i] = c.y;
   }
   __syncthreads();
   RopeRow<T> out;
@@ -254,21 +253,20 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
   for (int64_t e = threadIdx.x; e < a.q_heads * half; e += blockDim.x) {
     const int64_t h = e / half, i = e % half;
     float* x = qr + h * hd;
-    const float x1 = x[i], x2 = x[i + half];
-    x[i] = x1 * cs[i] - x2 * cs[half + i];
-    x[i + half] = x2 * cs[i] + x1 * cs[half + i];
+    const float2 y = ropeRotate(x[i], x[i + half], cs[i], cs[half + i]);
+    x[i] = y.x;
+    x[i + half] = y.y;
   }
   float* kr = a.k + r * a.ld_k;
   for (int64_t e = threadIdx.x; e < kvh * half; e += blockDim.x) {
     const int64_t h = e / half, i = e % half;
     float* x = kr + h * hd;
-    const float x1 = x[i], x2 = x[i + half];
-    const float y1 = x1 * cs[i] - x2 * cs[half + i], y2 = x2 * cs[i] + x1 * cs[half + i];
-    x[i] = y1;
-    x[i + half] = y2;
+    const float2 y = ropeRotate(x[i], x[i + half], cs[i], cs[half + i]);
+    x[i] = y.x;
+    x[i + half] = y.y;
     if (k_dst) {
-      storeFloat(k_dst + h * head_stride + i, y1);
-      storeFloat(k_dst + h * head_stride + i + half, y2);
+      storeFloat(k_dst + h * head_stride + i, y.x);
+      storeFloat(k_dst + h * head_stride + i + half, y.y);
     }
   }
   if (!k_dst) return;
@@ -298,10 +296,10 @@ __global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
   auto rotate = [&](float* x, int i, float4& y1, float4& y2) {
     const float4 x1 = *reinterpret_cast<const float4*>(x + i), x2 = *reinterpret_cast<const float4*>(x + i + half);
     const float4 c = cs4[i / 4], s = cs4[(half + i) / 4];
-    y1 = make_float4(x1.x * c.x - x2.x * s.x, x1.y * c.y - x2.y * s.y, x1.z * c.z - x2.z * s.z,
-                     x1.w * c.w - x2.w * s.w);
-    y2 = make_float4(x2.x * c.x + x1.x * s.x, x2.y * c.y + x1.y * s.y, x2.z * c.z + x1.z * s.z,
-                     x2.w * c.w + x1.w * s.w);
+    const float2 r0 = ropeRotate(x1.x, x2.x, c.x, s.x), r1 = ropeRotate(x1.y, x2.y, c.y, s.y);
+    const float2 r2 = ropeRotate(x1.z, x2.z, c.z, s.z), r3 = ropeRotate(x1.w, x2.w, c.w, s.w);
+    y1 = make_float4(r0.x, r1.x, r2.x, r3.x);
+    y2 = make_float4(r0.y, r1.y, r2.y, r3.y);
     *reinterpret_cast<float4*>(x + i) = y1;
     *reinterpret_cast<float4*>(x + i + half) = y2;
   };
