@@ -23,6 +23,11 @@ LLMRT_CUDA_DISABLE=vecops $C/backend_ops_test --gtest_filter='*RmsNorm*:*RopeWri
   > "$OUT/ops_novecops.log" 2>&1
 echo "backend_ops_test (vecops off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_novecops.log" | head -10
 
+# RoPE + KV write inside the decode attention kernel (on by default) against the two ops, and the
+# same test with the switch off (the two ops on both sides).
+LLMRT_CUDA_DISABLE=ropefuse $C/backend_ops_test --gtest_filter='*RopeAttention*' > "$OUT/ops_noropefuse.log" 2>&1
+echo "backend_ops_test (ropefuse off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_noropefuse.log" | head -10
+
 # The RMSNorm split over the decode products: on for steps of up to 2 rows by default; here for
 # every step it can take (up to 8 rows) and off (LLMRT_CUDA_NORM_SPLIT=8 / 0).
 for rows in 8 0; do

@@ -233,5 +233,23 @@ for dtype in ("float32", "bfloat16"):
             detail += f"; max |d logprob| {md:.2e}"
         check(tag, d_ids == h_ids, detail + (f": gpu {d_ids} host {h_ids}" if d_ids != h_ids else ""))
 
+# 4. RoPE and the KV write inside the decode attention kernel (the default for decode steps on the
+# tensor-core kernel: head_dim 64 / 128) against the two kernels (LLMRT_CUDA_DISABLE=ropefuse): the
+# same bits, so the same tokens and logprobs, greedy and sampled (n = 4: decode steps of 4 rows).
+HD128 = os.path.join(GOLDEN, "llama_hd128_linear")
+hd128_prompt = json.load(open(os.path.join(HD128, "golden.json")))["cases"][0]["prompt_ids"]
+for dtype in ("bfloat16", "float16"):
+    for flags in (["--tokens-per-block", "16", "--logprobs", "3"],
+                  ["--tokens-per-block", "16", "--n", "4", "--temperature", "0.9", "--seed", "5", "--logprobs", "2"]):
+        tag = f"ropefuse/{dtype}/{'sampled-n4' if '--n' in flags else 'greedy'}"
+        fused, err = run(HD128, hd128_prompt, "cuda", dtype, 60, flags)
+        two, err2 = run(HD128, hd128_prompt, "cuda", dtype, 60, flags, env={"LLMRT_CUDA_DISABLE": "ropefuse"})
+        if fused is None or two is None:
+            check(tag, False, f"run failed: {err or err2}")
+            continue
+        strip = lambda o: {k: v for k, v in o.items() if k not in ("stats", "timing", "elapsed_s")}
+        same = strip(fused) == strip(two)
+        check(tag, same, f"60 tokens {'equal' if same else 'DIFFER'} (ids and logprobs) to the two kernels'")
+
 print(f"\n{len(failures)} failures" + (": " + ", ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)
