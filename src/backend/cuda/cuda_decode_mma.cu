@@ -71,7 +71,8 @@ struct Geometry {
 // positions); q is rotated as its fragments are built; where the row has a slot, the thread that
 // would gather the row's own key (k and v, 8 features of a head) from the pool rotates it from
 // a.rope.k instead and stores both in its tile and in the pool. (A row without a slot reads its
-// key from the pool, as attention after ropeWriteKv does.)
+// key from the pool, as attention after ropeWriteKv does.) Nothing else the kernel gathers comes
+// from the kernels before it, so the first tiles' gather starts before the wait.
 template <int kHeadDim, typename H, bool kRope>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const H* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
@@ -120,9 +121,6 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
   }
 
-  pdlWait();  // q and the cache's newest rows come from the kernels before
-  pdlLaunchDependents();
-
   // kRope: the row's own key and value, features [8c, 8c + 8) of head kvh, into the tile's shared
   // rows (and the pool): k rotated with its partner features half a head away.
   auto putNewKey = [&](uint32_t k_dst, uint32_t v_dst, int c) {
@@ -161,7 +159,8 @@ __global__ void __launch_bounds__(kThreads)
 
   // Keys past `end` are zero-filled and never read: their blocks may not exist, and garbage
   // (NaN) in V would poison 0 * NaN in P V.
-  auto loadTile = [&](int t) {
+  // put_new (kRope): the row's own key is put in here (else skipped: put in later).
+  auto loadTile = [&](int t, bool put_new) {
     const uint32_t k_dst = ring + (t % kStages) * 2 * G::kTileBytes;
     const uint32_t v_dst = k_dst + G::kTileBytes;
 #pragma unroll
@@ -180,7 +179,7 @@ __global__ void __launch_bounds__(kThreads)
       const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
       if constexpr (kRope) {
         if (new_k && j == keys.pos) {  // (a row without a slot reads the pool, as the two ops do)
-          putNewKey(k_dst + off, v_dst + off, ld_chunk);
+          if (put_new) putNewKey(k_dst + off, v_dst + off, ld_chunk);
           continue;
         }
       }
@@ -188,10 +187,30 @@ __global__ void __launch_bounds__(kThreads)
       cpAsync16(v_dst + off, v_src, valid);
     }
   };
+  auto prologue = [&](bool put_new) {
 #pragma unroll
-  for (int t = 0; t < kStages - 1; ++t) {
-    if (t < num_tiles) loadTile(t);
-    cpAsyncCommit();  // empty groups keep the wait counts uniform
+    for (int t = 0; t < kStages - 1; ++t) {
+      if (t < num_tiles) loadTile(t, put_new);
+      cpAsyncCommit();  // empty groups keep the wait counts uniform
+    }
+  };
+  // The first tiles' gather. kRope: before the wait — every key but the row's own was written by
+  // earlier steps (whose kernels have finished), so the KV reads overlap the end of the q/k/v
+  // product; the own key (from that product) is put in after the wait. Otherwise the newest rows
+  // come from the kernel before (ropeWriteKv): after the wait.
+  if constexpr (kRope) prologue(false);
+  pdlWait();
+  pdlLaunchDependents();
+  if constexpr (kRope) {
+    const int64_t rel = keys.pos - begin;
+    const int row = static_cast<int>(rel % kTileKeys);
+    if (new_k && rel / kTileKeys < kStages - 1 && row % G::kRowsPerPass == ld_row) {
+      const uint32_t k_dst = ring + static_cast<uint32_t>(rel / kTileKeys) * 2 * G::kTileBytes;
+      const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
+      putNewKey(k_dst + off, k_dst + G::kTileBytes + off, ld_chunk);
+    }
+  } else {
+    prologue(true);
   }
 
   // ---- Q of the group -> bf16 hi / lo A fragments (rows gq; rows 8..15 zero) ----
@@ -245,7 +264,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = 0; t < num_tiles; ++t) {
     cpAsyncWait<kStages - 2>();  // tile t has landed (this thread's copies)
     __syncthreads();             // everyone's copies; and tile t - 1's buffer is no longer read
-    if (t + kStages - 1 < num_tiles) loadTile(t + kStages - 1);
+    if (t + kStages - 1 < num_tiles) loadTile(t + kStages - 1, true);
     cpAsyncCommit();
 
     const int64_t k0 = begin + static_cast<int64_t>(t) * kTileKeys + warp * 16;  // the warp's first key
