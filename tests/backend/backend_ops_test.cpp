@@ -90,6 +90,32 @@ TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
   return v;
 }
 
+// Two RoPE tables of `half` frequencies each (as dynamic NTK gives per sequence): base^(-2i / rotary)
+// and the same times 0.37.
+std::vector<float> twoRopeTables(int64_t rotary_dim, float base) {
+  const int64_t half = rotary_dim / 2;
+  std::vector<float> inv(static_cast<size_t>(2 * half));
+  for (int64_t i = 0; i < half; ++i) {
+    inv[static_cast<size_t>(i)] = 1.0f / std::pow(base, static_cast<float>(2 * i) / static_cast<float>(rotary_dim));
+    inv[static_cast<size_t>(half + i)] = inv[static_cast<size_t>(i)] * 0.37f;
+  }
+  return inv;
+}
+
+// A step's inputs over the given rows and sequences (the spans must outlive it).
+StepInputs ropeStep(const std::vector<int32_t>& ids, const std::vector<int32_t>& pos, const std::vector<int64_t>& slots,
+                    const std::vector<StepSeq>& seqs, const std::vector<float>& inv, int64_t rotary_dim, float scaling) {
+  StepInputs in;
+  in.token_ids = ids;
+  in.positions = pos;
+  in.slots = slots;
+  in.seqs = seqs;
+  in.rope_inv_freq = inv;
+  in.rotary_dim = rotary_dim;
+  in.rope_attention_scaling = scaling;
+  return in;
+}
+
 class BackendOps : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override {
@@ -564,12 +590,7 @@ TEST_P(BackendOps, RopeWriteKv) {
     ASSERT_TRUE(cpu_->allocateKvPools(g, 0).isOk());
     ASSERT_TRUE(gpu_->allocateKvPools(gg, 0).isOk());
     // Two RoPE tables (as dynamic NTK gives per sequence): sequence 0 uses table 1, sequence 1 table 0.
-    const int64_t half = c.rotary_dim / 2;
-    std::vector<float> inv(static_cast<size_t>(2 * half));
-    for (int64_t i = 0; i < half; ++i) {
-      inv[static_cast<size_t>(i)] = 1.0f / std::pow(10000.0f, static_cast<float>(2 * i) / static_cast<float>(c.rotary_dim));
-      inv[static_cast<size_t>(half + i)] = inv[static_cast<size_t>(i)] * 0.37f;
-    }
+    const std::vector<float> inv = twoRopeTables(c.rotary_dim, 10000.0f);
     std::vector<int32_t> ids(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n));
     std::uniform_int_distribution<int32_t> pd(0, 5000);
     for (int32_t& p : pos) p = pd(rng_);
@@ -583,15 +604,7 @@ TEST_P(BackendOps, RopeWriteKv) {
     std::vector<int32_t> table(static_cast<size_t>(blocks));
     std::iota(table.begin(), table.end(), 0);
     std::vector<StepSeq> seqs{StepSeq{0, 9, 9, table, 1}, StepSeq{9, n - 9, n - 9, table, 0}};
-    StepInputs in;
-    in.token_ids = ids;
-    in.positions = pos;
-    in.slots = slots;
-    in.seqs = seqs;
-    in.rope_inv_freq = inv;
-    in.rotary_dim = c.rotary_dim;
-    in.rope_attention_scaling = c.scaling;
-    begin(in);
+    begin(ropeStep(ids, pos, slots, seqs, inv, c.rotary_dim, c.scaling));
     std::vector<float> qkv = randomVec(static_cast<size_t>(n * (Q + 2 * KV)), rng_);
     roundTo(qkv, gpuKv());  // values the 16-bit pool stores exactly when not rotated
     auto [qkvc, qkvg] = put(0, n, Q + 2 * KV, qkv);
@@ -675,6 +688,11 @@ TEST_P(BackendOps, WriteKvAndCopyBlocks) {
 
 // Fills every slot of every layer of both backends' pools with random K/V rows.
 void fillPools(BackendOps& t, const KvPoolGeometry& g);
+// Pools of `layers` layers (geometry into *g) holding sequences of kv_lens plus `spare` blocks,
+// filled as fillPools does, and a table of distinct random blocks for each sequence.
+std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
+                                                 int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
+                                                 std::mt19937& rng, KvPoolGeometry* g);
 
 TEST_P(BackendOps, PagedAttention) {
   struct Case {
@@ -701,23 +719,13 @@ TEST_P(BackendOps, PagedAttention) {
                                std::to_string(c.window);
       SCOPED_TRACE(what);
       const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
-      int64_t need = 0;
-      for (const S& sp : *specs) need += (sp.kv_len + c.tpb - 1) / c.tpb;
-      const int64_t num_blocks = need + 8;
-      KvPoolGeometry g{num_blocks, layers, c.kv_heads, c.head_dim, c.tpb, DType::kF32};
-      fillPools(*this, g);
       // Block tables are random blocks; the chunked sequence shares its first two blocks with
       // the prefill one (prefix reuse).
-      std::vector<int32_t> perm(static_cast<size_t>(num_blocks));
-      std::iota(perm.begin(), perm.end(), 0);
-      std::shuffle(perm.begin(), perm.end(), rng_);
-      std::vector<std::vector<int32_t>> tables;
-      size_t next = 0;
-      for (const S& sp : *specs) {
-        std::vector<int32_t> t;
-        for (int64_t b = 0; b < (sp.kv_len + c.tpb - 1) / c.tpb; ++b) t.push_back(perm[next++ % perm.size()]);
-        tables.push_back(t);
-      }
+      std::vector<int64_t> lens;
+      for (const S& sp : *specs) lens.push_back(sp.kv_len);
+      KvPoolGeometry g;
+      std::vector<std::vector<int32_t>> tables =
+          fillWithTables(*this, lens, 8, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
       if (specs == &mixed) {
         tables[2][0] = tables[0][0];
         tables[2][1] = tables[0][1];
@@ -802,25 +810,16 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
                  " rotary " + std::to_string(c.rotary_dim) + (c.decode ? " decode" : " mixed") +
                  (fused ? " (fused)" : ""));
     const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
-    int64_t need = 0;
-    for (const S& sp : specs) need += (sp.kv_len + c.tpb - 1) / c.tpb;
-    const int64_t num_blocks = need + 4;
-    KvPoolGeometry g{num_blocks, layers, c.kv_heads, c.head_dim, c.tpb, DType::kF32};
-    fillPools(*this, g);
-    std::vector<int32_t> perm(static_cast<size_t>(num_blocks));
-    std::iota(perm.begin(), perm.end(), 0);
-    std::shuffle(perm.begin(), perm.end(), rng_);
-    std::vector<std::vector<int32_t>> tables;
+    std::vector<int64_t> lens;
+    for (const S& sp : specs) lens.push_back(sp.kv_len);
+    KvPoolGeometry g;
+    const std::vector<std::vector<int32_t>> tables =
+        fillWithTables(*this, lens, 4, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
+    const int64_t num_blocks = g.num_blocks;
     std::vector<StepSeq> seqs;
     std::vector<int32_t> ids, pos;
     std::vector<int64_t> slots;
     int64_t rows = 0;
-    size_t next = 0;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const S& sp = specs[i];
-      std::vector<int32_t>& t = tables.emplace_back();
-      for (int64_t b = 0; b < (sp.kv_len + c.tpb - 1) / c.tpb; ++b) t.push_back(perm[next++]);
-    }
     for (size_t i = 0; i < specs.size(); ++i) {
       const S& sp = specs[i];
       // Two RoPE tables (per-sequence tables, as dynamic NTK gives): odd sequences use table 1.
@@ -833,21 +832,8 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
       }
       rows += sp.q_len;
     }
-    const int64_t half = c.rotary_dim / 2;
-    std::vector<float> inv(static_cast<size_t>(2 * half));
-    for (int64_t i = 0; i < half; ++i) {
-      inv[static_cast<size_t>(i)] = 1.0f / std::pow(500000.0f, static_cast<float>(2 * i) / static_cast<float>(c.rotary_dim));
-      inv[static_cast<size_t>(half + i)] = inv[static_cast<size_t>(i)] * 0.37f;
-    }
-    StepInputs in;
-    in.token_ids = ids;
-    in.positions = pos;
-    in.slots = slots;
-    in.seqs = seqs;
-    in.rope_inv_freq = inv;
-    in.rotary_dim = c.rotary_dim;
-    in.rope_attention_scaling = 1.25f;
-    begin(in);
+    const std::vector<float> inv = twoRopeTables(c.rotary_dim, 500000.0f);
+    begin(ropeStep(ids, pos, slots, seqs, inv, c.rotary_dim, 1.25f));
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const size_t per = static_cast<size_t>(g.elementsPerBlock());
     auto pools = [&](Backend& b) {
@@ -893,6 +879,25 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
 
 void fillPools(BackendOps& t, const KvPoolGeometry& g) {
   t.fill(g);
+}
+
+std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
+                                                 int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
+                                                 std::mt19937& rng, KvPoolGeometry* g) {
+  int64_t need = 0;
+  for (int64_t n : kv_lens) need += (n + tpb - 1) / tpb;
+  *g = KvPoolGeometry{need + spare, layers, kv_heads, head_dim, tpb, DType::kF32};
+  fillPools(t, *g);
+  std::vector<int32_t> perm(static_cast<size_t>(g->num_blocks));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<std::vector<int32_t>> tables;
+  size_t next = 0;
+  for (int64_t n : kv_lens) {
+    std::vector<int32_t>& table = tables.emplace_back();
+    for (int64_t b = 0; b < (n + tpb - 1) / tpb; ++b) table.push_back(perm[next++]);
+  }
+  return tables;
 }
 
 TEST_P(BackendOps, Argmax) {

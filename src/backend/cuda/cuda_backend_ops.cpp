@@ -374,9 +374,11 @@ bool CudaBackend::checkAttention(const TensorView& q, int64_t num_heads, const T
   return checkDtypes("attention q", q, DType::kF32) && checkActivation("attention out", out);
 }
 
-cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q, int64_t num_heads,
-                                             int64_t sliding_window, float scale, const TensorView& out) const {
-  cuda::DecodeAttnArgs a{};
+// What both attention kernels' arguments take: the packed q / out, heads, scale, layer and the
+// step's sequences.
+template <typename Args>
+void commonAttnArgs(Args& a, int64_t layer, const TensorView& q, int64_t num_heads, float scale, const TensorView& out,
+                    const cuda::AttnSeqDev* seqs, const int32_t* tables) {
   a.q = f32(q);
   a.ld_q = ld(q);
   a.out = out.data;
@@ -385,8 +387,14 @@ cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q,
   a.num_heads = static_cast<int32_t>(num_heads);
   a.scale = scale;
   a.layer = static_cast<int32_t>(layer);
-  a.seqs = dev_.seqs;
-  a.tables = dev_.tables;
+  a.seqs = seqs;
+  a.tables = tables;
+}
+
+cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q, int64_t num_heads,
+                                             int64_t sliding_window, float scale, const TensorView& out) const {
+  cuda::DecodeAttnArgs a{};
+  commonAttnArgs(a, layer, q, num_heads, scale, out, dev_.seqs, dev_.tables);
   a.window = static_cast<int32_t>(sliding_window);
   a.items = dev_.items;
   a.num_items = dev_.num_items;
@@ -439,16 +447,7 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
       return;
     }
     cuda::FlashAttnArgs a{};
-    a.q = f32(q);
-    a.ld_q = ld(q);
-    a.out = out.data;
-    a.out_dtype = out.dtype;
-    a.ld_out = ld(out);
-    a.num_heads = static_cast<int32_t>(num_heads);
-    a.scale = scale;
-    a.layer = static_cast<int32_t>(layer);
-    a.seqs = dev_.seqs;
-    a.tables = dev_.tables;
+    commonAttnArgs(a, layer, q, num_heads, scale, out, dev_.seqs, dev_.tables);
     a.sliding_window = static_cast<int32_t>(sliding_window);
     a.tiles = dev_.tiles;
     a.num_tiles = dev_.num_tiles;
