@@ -116,6 +116,16 @@ StepInputs ropeStep(const std::vector<int32_t>& ids, const std::vector<int32_t>&
   return in;
 }
 
+// A linearAddNormLinear case: x [m, k], residual [m, h], out [m, n].
+struct NormCase {
+  int64_t m, k, h, n;
+  bool bias, f32_out;
+  std::string name() const {
+    return std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(h) + "x" + std::to_string(n) +
+           (bias ? " bias" : "") + (f32_out ? " f32 out" : "");
+  }
+};
+
 class BackendOps : public ::testing::TestWithParam<Mode> {
  protected:
   void SetUp() override {
@@ -231,6 +241,34 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
     EXPECT_TRUE(c.isOk() && g.isOk());
     EXPECT_TRUE(gpu_->finishWeights().isOk());
     return {*c, *g};
+  }
+
+  // A linearAddNormLinear case's operands on both backends: random weights rounded to the weights'
+  // type (the CPU computes on the GPU's values), biases and norm weights; x [m, k] in the activation
+  // dtype, the float32 residual (kept in `res`), the normed scratch and out (slots 0-3).
+  struct NormOperands {
+    std::pair<TensorView, TensorView> w1, b1, norm_w, w2, b2, x, residual, normed, out;
+    std::vector<float> g, res;  // the norm's weights, the residual's initial rows
+  };
+  NormOperands normOperands(const NormCase& c, DType out_dtype) {
+    const DType act = gpu_->activationDtype();
+    NormOperands o;
+    std::vector<float> w1 = randomVec(static_cast<size_t>(c.h * c.k), rng_, 0.05f);
+    std::vector<float> w2 = randomVec(static_cast<size_t>(c.n * c.h), rng_, 0.05f);
+    roundTo(w1, weights());
+    roundTo(w2, weights());
+    o.g = randomVec(static_cast<size_t>(c.h), rng_);
+    o.w1 = weight(w1, Shape{c.h, c.k});
+    o.b1 = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
+    o.norm_w = weight(o.g, Shape{c.h});
+    o.w2 = weight(w2, Shape{c.n, c.h});
+    o.b2 = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
+    o.x = put(0, c.m, c.k, randomVec(static_cast<size_t>(c.m * c.k), rng_), act);  // (put rounds both copies)
+    o.res = randomVec(static_cast<size_t>(c.m * c.h), rng_, 3.0f);
+    o.residual = put(1, c.m, c.h, o.res);
+    o.normed = put(2, c.m, c.h, {}, act);
+    o.out = put(3, c.m, c.n, {}, out_dtype);
+    return o;
   }
 
   std::mt19937 rng_{1234};
@@ -404,16 +442,6 @@ TEST_P(BackendOps, Linear) {
   }
 }
 
-// A linearAddNormLinear case: x [m, k], residual [m, h], out [m, n].
-struct NormCase {
-  int64_t m, k, h, n;
-  bool bias, f32_out;
-  std::string name() const {
-    return std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(h) + "x" + std::to_string(n) +
-           (bias ? " bias" : "") + (f32_out ? " f32 out" : "");
-  }
-};
-
 // linearAddNormLinear: a residual product, the RMSNorm of the residual, the next product (o ->
 // gate|up, down -> q/k/v), against the CPU's three ops, whose second product takes the normed rows
 // in the activation dtype. Small steps on the GPU (16-bit weights; up to 2 rows by default, up to
@@ -433,21 +461,16 @@ TEST_P(BackendOps, LinearAddNormLinear) {
                         Case{1, 64, 256, 16400, true, false}}) {
     const std::string what = c.name();
     const DType out_dtype = c.f32_out ? kF : act;
-    std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
-    roundTo(x, act);  // the first product's input is an activation (attention out, SiLU·mul)
-    std::vector<float> w1 = randomVec(static_cast<size_t>(c.h * c.k), rng_, 0.05f);
-    std::vector<float> w2 = randomVec(static_cast<size_t>(c.n * c.h), rng_, 0.05f);
-    roundTo(w1, weights());
-    roundTo(w2, weights());
-    auto [w1c, w1g] = weight(w1, Shape{c.h, c.k});
-    auto [b1c, b1g] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
-    auto [nwc, nwg] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
-    auto [w2c, w2g] = weight(w2, Shape{c.n, c.h});
-    auto [b2c, b2g] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
-    auto [xc, xg] = put(0, c.m, c.k, x, act);
-    auto [rc, rg] = put(1, c.m, c.h, randomVec(static_cast<size_t>(c.m * c.h), rng_, 3.0f));
-    auto [nc, ng] = put(2, c.m, c.h, {}, act);
-    auto [oc, og] = put(3, c.m, c.n, {}, out_dtype);
+    const NormOperands o = normOperands(c, out_dtype);
+    const auto [w1c, w1g] = o.w1;
+    const auto [b1c, b1g] = o.b1;
+    const auto [nwc, nwg] = o.norm_w;
+    const auto [w2c, w2g] = o.w2;
+    const auto [b2c, b2g] = o.b2;
+    const auto [xc, xg] = o.x;
+    const auto [rc, rg] = o.residual;
+    const auto [nc, ng] = o.normed;
+    const auto [oc, og] = o.out;
     gpu_->linearAddNormLinear(xg, w1g, c.bias ? &b1g : nullptr, rg, nwg, 1e-5f, ng, w2g, c.bias ? &b2g : nullptr, og);
     const std::vector<float> got = get(*gpu_, og), got_residual = get(*gpu_, rg);
 
@@ -456,7 +479,7 @@ TEST_P(BackendOps, LinearAddNormLinear) {
     cpu_->linearAdd(xc, w1c, c.bias ? &b1c : nullptr, rc);
     const std::vector<float> residual = get(*cpu_, rc);
     expectClose(got_residual, residual, 1e-5, 1e-4, "linearAddNormLinear residual " + what);
-    const std::vector<float>& g = kept_weights_[kept_weights_.size() - 3];
+    const std::vector<float>& g = o.g;
     std::vector<float> normed(residual.size());
     for (int64_t r = 0; r < c.m; ++r) {
       double ss = 0.0;
@@ -495,18 +518,11 @@ TEST_P(BackendOps, LinearAddNormLinearIsTheThreeOpsToTheBit) {
                         Case{8, 2048, 520, 130, false, false}, Case{2, 40, 17000, 24, true, false},
                         Case{9, 256, 128, 66, true, false}}) {
     const std::string what = c.name();
-    const DType out_dtype = c.f32_out ? DType::kF32 : act;
-    auto [w1c, w1g] = weight(randomVec(static_cast<size_t>(c.h * c.k), rng_, 0.05f), Shape{c.h, c.k});
-    auto [b1c, b1g] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
-    auto [nwc, nwg] = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
-    auto [w2c, w2g] = weight(randomVec(static_cast<size_t>(c.n * c.h), rng_, 0.05f), Shape{c.n, c.h});
-    auto [b2c, b2g] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
-    const std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
-    const std::vector<float> res = randomVec(static_cast<size_t>(c.m * c.h), rng_, 3.0f);
-    auto [xc, xg] = put(0, c.m, c.k, x, act);
-    auto [rc, rg] = put(1, c.m, c.h, res);
-    auto [nc, ng] = put(2, c.m, c.h, {}, act);
-    auto [oc, og] = put(3, c.m, c.n, {}, out_dtype);
+    const NormOperands o = normOperands(c, c.f32_out ? DType::kF32 : act);
+    const TensorView w1g = o.w1.second, b1g = o.b1.second, nwg = o.norm_w.second, w2g = o.w2.second,
+                     b2g = o.b2.second, xg = o.x.second, rg = o.residual.second, ng = o.normed.second,
+                     og = o.out.second;
+    const std::vector<float>& res = o.res;
     gpu_->linearAddNormLinear(xg, w1g, c.bias ? &b1g : nullptr, rg, nwg, 1e-5f, ng, w2g, c.bias ? &b2g : nullptr, og);
     const std::vector<float> fused = get(*gpu_, og), fused_residual = get(*gpu_, rg);
     ASSERT_TRUE(gpu_->copyFromHost(res.data(), rg).isOk());

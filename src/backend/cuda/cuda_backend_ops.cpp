@@ -407,9 +407,9 @@ cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q,
 void CudaBackend::ropeAttention(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim,
                                 int64_t num_heads, int64_t sliding_window, float scale, TensorView out) {
   if (failed()) return;
-  const bool fuse = use_rope_fusion_ && use_mma_decode_ && single_token_rows_ && dev_.num_tiles == 0 &&
-                    dev_.num_items > 0 && dev_.num_items == step_.numTokens() && head_dim == geometry_.head_dim &&
-                    k.dtype == DType::kF32 && v.dtype == DType::kF32 &&
+  // (Sequences of at most one new row each: every row is an item of the decode kernel.)
+  const bool fuse = use_rope_fusion_ && use_mma_decode_ && single_token_rows_ && dev_.num_items > 0 &&
+                    head_dim == geometry_.head_dim && k.dtype == DType::kF32 && v.dtype == DType::kF32 &&
                     cuda::decodeRopeSupported(kvLayout(), static_cast<int32_t>(num_heads), primary_, geometry_.dtype,
                                               step_.rotary_dim, f32(k), ld(k), f32(v), ld(v));
   if (!fuse) {
