@@ -1,5 +1,7 @@
 #include "runtime/model_runner.h"
 
+#include <algorithm>
+
 namespace llmrt {
 namespace {
 
@@ -95,8 +97,9 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
       return invalidArgument("step: sequence " + std::to_string(s.id) + " asks for " + std::to_string(s.num_compute) +
                              " tokens beyond its allocated KV");
     if (s.fed_last) {
-      auto it = fed_rows_.find(s.id);
-      if (it == fed_rows_.end() || s.num_compute != 1 || computed + 1 != static_cast<int64_t>(s.tokens.size()))
+      const auto it = std::ranges::lower_bound(fed_rows_, s.id, {}, &std::pair<SequenceId, int32_t>::first);
+      if (it == fed_rows_.end() || it->first != s.id || s.num_compute != 1 ||
+          computed + 1 != static_cast<int64_t>(s.tokens.size()))
         return internalError("launch: sequence " + std::to_string(s.id) +
                              " waits for a token the previous launch does not sample on the backend");
       batch.fed.push_back(FedToken{static_cast<int32_t>(batch.numTokens()), it->second});
@@ -139,8 +142,9 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
       for (size_t i = 0; i < seqs.size(); ++i) {
         if (!seqs[i].sample) continue;
         l.sample_row[i] = row;
-        fed_rows_[seqs[i].id] = row++;
+        fed_rows_.emplace_back(seqs[i].id, row++);
       }
+      std::sort(fed_rows_.begin(), fed_rows_.end());
       pending_.push_back(std::move(l));
       return Status::ok();
     }
@@ -151,8 +155,9 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
       for (size_t i = 0; i < seqs.size(); ++i) {
         if (!seqs[i].sample) continue;
         l.sample_row[i] = first_row[i];
-        fed_rows_[seqs[i].id] = static_cast<int32_t>(first_row[i]);
+        fed_rows_.emplace_back(seqs[i].id, static_cast<int32_t>(first_row[i]));
       }
+      std::sort(fed_rows_.begin(), fed_rows_.end());
       collected_ids_.resize(std::max(collected_ids_.size(), static_cast<size_t>(logits.shape[0])));
       pending_.push_back(std::move(l));
       return Status::ok();

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -117,9 +117,9 @@ class ModelRunner {
   std::vector<int32_t> argmax_;     // this step's greedy tokens, from Backend::argmaxRows
   DeviceSamplingBatch device_sampling_;  // this step's rows for Backend::sampleRows
   std::deque<Launched> pending_;  // uncollected launches, oldest first
-  // The last launch, when async: each sampled sequence's result row (what fed_last and pending
-  // penalty tokens read).
-  std::unordered_map<SequenceId, int32_t> fed_rows_;
+  // The last launch, when async: each sampled sequence's result row, sorted by id (what fed_last
+  // and pending penalty tokens read; a vector reused from step to step, no allocation per row).
+  std::vector<std::pair<SequenceId, int32_t>> fed_rows_;
   std::vector<int32_t> collected_ids_;
   uint64_t steps_ = 0;
   uint64_t computed_tokens_ = 0;

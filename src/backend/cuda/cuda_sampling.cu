@@ -160,6 +160,19 @@ __device__ __forceinline__ T warpInclusiveScan(T v) {
   return v;
 }
 
+// Lane h holds part h of a sum taken in lane order and incl = warpInclusiveScan(part). The first
+// lane where `hit` holds (-1: none) and, in *before, the sum of the parts ahead of it (the scan's
+// own partial sum, so a double matches what the scan added); every lane calls it and gets both.
+template <typename T>
+__device__ __forceinline__ int firstLaneHit(bool hit, T incl, T* before) {
+  const unsigned ball = __ballot_sync(kFull, hit);
+  const int first = ball ? __ffs(ball) - 1 : -1;
+  const T up = __shfl_up_sync(kFull, incl, 1);
+  const T excl = (threadIdx.x & 31) == 0 ? T(0) : up;
+  *before = __shfl_sync(kFull, excl, first < 0 ? 0 : first);
+  return first;
+}
+
 template <typename T>
 __device__ __forceinline__ T warpSum(T v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
@@ -242,12 +255,14 @@ __device__ int64_t firstReaching(int64_t n, W w, Target target_of, Shared& sh) {
     if (lane == 0) sums[warp] = s;
     __syncthreads();
     if (warp == 0) {
-      const T t = sums[lane];
-      const T incl = warpInclusiveScan(t);
+      const T incl = warpInclusiveScan(sums[lane]);
       const T target = first ? target_of(__shfl_sync(kFull, incl, 31)) : rest;
-      const unsigned ball = __ballot_sync(kFull, reached(incl, target));
-      if (lane == 0) sh.found = ball ? __ffs(ball) - 1 : -1;
-      if (ball && lane == __ffs(ball) - 1) *reinterpret_cast<T*>(&sh.rest) = target - (incl - t);
+      T before;
+      const int hit = firstLaneHit(reached(incl, target), incl, &before);
+      if (lane == 0) {
+        sh.found = hit;
+        if (hit >= 0) *reinterpret_cast<T*>(&sh.rest) = target - before;
+      }
     }
     __syncthreads();
     const int owner = sh.found;
@@ -323,10 +338,10 @@ __device__ bool radixStep(int shift, uint32_t& prefix, uint32_t& mask, u64& targ
     u64 s = 0;
     for (int j = 0; j < 8; ++j) s += sh.hist[lane * 8 + j];
     const u64 incl = warpInclusiveScan(s);
-    const unsigned ball = __ballot_sync(kFull, incl >= target);
-    if (lane == 0) sh.found = ball != 0;
-    if (ball && lane == __ffs(ball) - 1) {
-      u64 cum = incl - s;
+    u64 cum;
+    const int hit = firstLaneHit(incl >= target, incl, &cum);
+    if (lane == 0) sh.found = hit >= 0;
+    if (lane == hit) {
       int b = lane * 8;
       for (; b < lane * 8 + 7 && cum + sh.hist[b] < target; ++b) cum += sh.hist[b];
       sh.bin = b;
@@ -867,8 +882,9 @@ struct Group {
   __device__ const GroupSlot& of(int h) const {
     return v.slots[(static_cast<int64_t>(parity ^ 1) * v.rows + row) * v.ctas + h];
   }
+  // (The grid barrier orders memory: its arrival is a gpu-scope release after a CTA barrier, its
+  // wait an acquire, so no fence of our own.)
   __device__ void sync() {
-    __threadfence();
     cooperative_groups::this_grid().sync();
     parity ^= 1;
   }
@@ -926,28 +942,27 @@ __device__ Cut groupSelectCut(const Row& slice, int64_t id0, bool active, const 
     }
   }
   // The tie: the r-th token of key `prefix` in id order, counted across the slices in order.
-  auto equal = [&](int64_t i) -> u64 {
-    const uint32_t k = orderKey(slice.x[i]);
+  auto equalValue = [&](int64_t i, float v) -> u64 {
+    const uint32_t k = orderKey(v);
     return k == prefix && within.keeps(k, id0 + i) ? 1ull : 0ull;
   };
+  auto equal = [&](int64_t i) { return equalValue(i, slice.x[i]); };
   if (found) {
     u64 c = 0;
-    for (int64_t i = threadIdx.x; i < slice.vocab; i += kThreads) c += equal(i);
+    forEachValue(slice.x, slice.vocab, [&](int64_t i, float v) { c += equalValue(i, v); });
     c = blockSum(c, sh);
     if (threadIdx.x == 0) grp.mine().u = c;
   }
   grp.sync();
   if (found) {
     // Counts in slice order; the owner is the first slice whose running count reaches r.
-    const u64 c = slotField<u64>(grp, [](const GroupSlot& t) { return &t.u; }, 0ull);
-    const u64 incl = warpInclusiveScan(c);
+    const u64 incl = warpInclusiveScan(slotField<u64>(grp, [](const GroupSlot& t) { return &t.u; }, 0ull));
     const u64 total = __shfl_sync(kFull, incl, 31);
     const u64 r0 = tieRank(slice, prefix, by_mass, target);
     const u64 r = r0 < total ? r0 : total;
     found = r > 0;
-    const unsigned ball = __ballot_sync(kFull, incl >= r);
-    const int owner = ball ? __ffs(ball) - 1 : -1;
-    const u64 before = __shfl_sync(kFull, incl - c, owner < 0 ? 0 : owner);
+    u64 before;
+    const int owner = firstLaneHit(incl >= r, incl, &before);
     if (found && owner == grp.g) {
       const int64_t local = firstReaching<u64, false>(slice.vocab, equal, [&](u64) { return r - before; }, sh);
       if (threadIdx.x == 0) grp.v.found[grp.row] = static_cast<int32_t>(id0 + local);
@@ -1085,11 +1100,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int o = 16; o > 0; o >>= 1) last_any = max(last_any, __shfl_xor_sync(kFull, last_any, o));
       const double incl = warpInclusiveScan(d);
       const double target = philoxUniform(p.seed, p.step, p.sample_index) * __shfl_sync(kFull, incl, 31);
-      const unsigned ball = __ballot_sync(kFull, d > 0.0 && incl > target);
-      owner = ball ? __ffs(ball) - 1 : -1;
-      const double up = __shfl_up_sync(kFull, incl, 1);  // (every lane takes part)
-      const double excl = (threadIdx.x & 31) == 0 ? 0.0 : up;
-      const double cum = __shfl_sync(kFull, excl, owner < 0 ? 0 : owner);
+      double cum;
+      owner = firstLaneHit(d > 0.0 && incl > target, incl, &cum);
       if (owner == grp.g) {
         const int64_t t = firstReaching<double, true>(len, weight, [&](double) { return target - cum; }, sh);
         if (threadIdx.x == 0) grp.v.found[grp.row] = static_cast<int32_t>(id0 + (t >= 0 ? t : last));
