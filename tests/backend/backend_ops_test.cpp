@@ -173,20 +173,26 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
     begin(in);
   }
   // Allocates pools of geometry g (the GPU's in its KV dtype) and writes random K/V rows to
-  // every slot of every layer on both backends.
+  // every slot of every layer of `blocks` (empty: every block) on both backends.
  public:
-  void fill(const KvPoolGeometry& g) {
+  void fill(const KvPoolGeometry& g, std::vector<int32_t> blocks = {}) {
     KvPoolGeometry gg = g;
     gg.dtype = gpuKv();
     ASSERT_TRUE(cpu_->allocateKvPools(g, 0).isOk());
-    ASSERT_TRUE(gpu_->allocateKvPools(gg, 0).isOk());
-    const int64_t n_slots = g.num_blocks * g.tokens_per_block, KV = g.num_kv_heads * g.head_dim;
-    std::vector<int64_t> slots(static_cast<size_t>(n_slots));
-    std::iota(slots.begin(), slots.end(), 0);
+    Status allocated = gpu_->allocateKvPools(gg, 0);
+    ASSERT_TRUE(allocated.isOk()) << allocated.toString();
+    if (blocks.empty()) {
+      blocks.resize(static_cast<size_t>(g.num_blocks));
+      std::iota(blocks.begin(), blocks.end(), 0);
+    }
+    const int64_t tpb = g.tokens_per_block, n_slots = static_cast<int64_t>(blocks.size()) * tpb;
+    const int64_t KV = g.num_kv_heads * g.head_dim;
+    std::vector<int64_t> slots;
+    slots.reserve(static_cast<size_t>(n_slots));
+    for (int32_t b : blocks)
+      for (int64_t t = 0; t < tpb; ++t) slots.push_back(int64_t{b} * tpb + t);
     std::vector<int32_t> ids(static_cast<size_t>(n_slots), 0), pos(static_cast<size_t>(n_slots), 0);
-    std::vector<int32_t> table(static_cast<size_t>(g.num_blocks));
-    std::iota(table.begin(), table.end(), 0);
-    const StepSeq seq{0, n_slots, n_slots, table, 0};
+    const StepSeq seq{0, n_slots, n_slots, blocks, 0};
     StepInputs in;
     in.token_ids = ids;
     in.positions = pos;
@@ -705,10 +711,12 @@ TEST_P(BackendOps, WriteKvAndCopyBlocks) {
 // Fills every slot of every layer of both backends' pools with random K/V rows.
 void fillPools(BackendOps& t, const KvPoolGeometry& g);
 // Pools of `layers` layers (geometry into *g) holding sequences of kv_lens plus `spare` blocks,
-// filled as fillPools does, and a table of distinct random blocks for each sequence.
+// filled as fillPools does, and a table of distinct random blocks for each sequence. With
+// first_block > 0 the pools have that many blocks more in front, left unwritten, and the tables
+// use only blocks from first_block on.
 std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
                                                  int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
-                                                 std::mt19937& rng, KvPoolGeometry* g);
+                                                 std::mt19937& rng, KvPoolGeometry* g, int64_t first_block = 0);
 
 TEST_P(BackendOps, PagedAttention) {
   struct Case {
@@ -893,19 +901,120 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
   }
 }
 
+// Long contexts in a pool of more than 2^31 elements whose every used block lies beyond element
+// 2^31 (byte 4 GiB / 8 GiB), as a serving-sized cache has them: a 2300-token context chunk on
+// cached keys beside decode rows of up to 16411 keys (the GPU splits those keys many ways), then a
+// decode step through ropeAttention (on the GPU, with a 16-bit cache, the one-kernel path) writing
+// its new rows out there; without and with a sliding window. Output and written rows vs the CPU.
+TEST_P(BackendOps, LongContextsAtFarPoolOffsets) {
+  struct Case {
+    int64_t head_dim, heads, kv_heads, tpb;
+  };
+  for (const Case& c : {Case{128, 16, 4, 16}, Case{64, 16, 2, 32}}) {
+    const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
+    const int64_t per_block = layers * 2 * c.kv_heads * c.tpb * c.head_dim;
+    const int64_t first_block = (int64_t{1} << 31) / per_block + 1;
+    // Sequences: the context chunk (300 new of 2300), then decode rows; the same tables serve the
+    // decode step after it (each sequence one token longer).
+    const std::vector<int64_t> kv_lens{2300, 16411, 5000, 4099, 1};
+    const std::vector<int64_t> q_lens{300, 1, 1, 1, 1};
+    std::vector<int64_t> next_lens;
+    for (int64_t n : kv_lens) next_lens.push_back(n + 1);
+    KvPoolGeometry g;
+    const std::vector<std::vector<int32_t>> tables =
+        fillWithTables(*this, next_lens, 2, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g, first_block);
+    ASSERT_GT(g.num_blocks * g.elementsPerBlock(), int64_t{1} << 31);
+    const std::vector<float> inv = twoRopeTables(c.head_dim, 500000.0f);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    const bool flash = halfKv() && (c.head_dim == 64 || c.head_dim == 128);
+    for (int64_t window : {int64_t{0}, int64_t{4096}}) {
+      SCOPED_TRACE("hd " + std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
+                   std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) + " window " + std::to_string(window));
+      // 1. The context chunk and decode rows attend to what the pools hold (nothing written).
+      {
+        std::vector<StepSeq> seqs;
+        std::vector<int32_t> ids, pos;
+        std::vector<int64_t> slots;
+        int64_t rows = 0;
+        for (size_t i = 0; i < kv_lens.size(); ++i) {
+          seqs.push_back(StepSeq{rows, q_lens[i], kv_lens[i], tables[i], 0});
+          for (int64_t r = 0; r < q_lens[i]; ++r) {
+            ids.push_back(0);
+            pos.push_back(static_cast<int32_t>(kv_lens[i] - q_lens[i] + r));
+            slots.push_back(-1);
+          }
+          rows += q_lens[i];
+        }
+        begin(ropeStep(ids, pos, slots, seqs, inv, c.head_dim, 1.0f));
+        auto [qc, qg] = put(2, rows, Q, randomVec(static_cast<size_t>(rows * Q), rng_));
+        auto [oc, og] = put(3, rows, Q, {});
+        for (int64_t layer = 0; layer < layers; ++layer) {
+          cpu_->attention(layer, qc, c.heads, window, scale, oc);
+          gpu_->attention(layer, qg, c.heads, window, scale, og);
+          expectClose(get(*gpu_, og), get(*cpu_, oc), flash ? 5e-3 : 1e-5, flash ? 3e-2 : 5e-5,
+                      "attention, layer " + std::to_string(layer));
+        }
+      }
+      // 2. A decode step: each sequence's next token rotated, written and attended in one op.
+      {
+        std::vector<StepSeq> seqs;
+        std::vector<int32_t> ids, pos;
+        std::vector<int64_t> slots;
+        const int64_t rows = static_cast<int64_t>(next_lens.size());
+        for (int64_t i = 0; i < rows; ++i) {
+          const int64_t at = next_lens[static_cast<size_t>(i)] - 1;
+          const std::vector<int32_t>& table = tables[static_cast<size_t>(i)];
+          seqs.push_back(StepSeq{i, 1, at + 1, table, static_cast<int32_t>(i % 2)});
+          ids.push_back(0);
+          pos.push_back(static_cast<int32_t>(at));
+          slots.push_back(int64_t{table[static_cast<size_t>(at / c.tpb)]} * c.tpb + at % c.tpb);
+        }
+        begin(ropeStep(ids, pos, slots, seqs, inv, c.head_dim, 1.0f));
+        const size_t per = static_cast<size_t>(g.elementsPerBlock());
+        auto newRows = [&](Backend& b) {  // the blocks holding the new rows
+          std::vector<float> all;
+          for (int64_t slot : slots) {
+            std::vector<float> blk(per);
+            EXPECT_TRUE(b.readKvBlock(KvPoolKind::kPrimary, static_cast<int32_t>(slot / c.tpb), blk.data()).isOk());
+            all.insert(all.end(), blk.begin(), blk.end());
+          }
+          return all;
+        };
+        for (int64_t layer = 0; layer < layers; ++layer) {
+          const std::vector<float> qkv = randomVec(static_cast<size_t>(rows * (Q + 2 * KV)), rng_);
+          auto [qc, qg] = put(2, rows, Q + 2 * KV, qkv);
+          auto [oc, og] = put(3, rows, Q, {});
+          cpu_->ropeAttention(layer, columns(qc, 0, Q), columns(qc, Q, KV), columns(qc, Q + KV, KV), c.head_dim,
+                              c.heads, window, scale, oc);
+          gpu_->ropeAttention(layer, columns(qg, 0, Q), columns(qg, Q, KV), columns(qg, Q + KV, KV), c.head_dim,
+                              c.heads, window, scale, og);
+          expectClose(get(*gpu_, og), get(*cpu_, oc), flash ? 5e-3 : (halfKv() ? 3e-3 : 1e-5),
+                      flash ? 3e-2 : (halfKv() ? 1e-2 : 5e-5), "ropeAttention, layer " + std::to_string(layer),
+                      halfStep(gpuKv()));
+          expectClose(newRows(*gpu_), newRows(*cpu_), halfKv() ? 4e-3 : 1e-6, halfKv() ? 0.05 : 1e-5,
+                      "the new rows' blocks, layer " + std::to_string(layer), halfStep(gpuKv()));
+        }
+      }
+    }
+  }
+}
+
 void fillPools(BackendOps& t, const KvPoolGeometry& g) {
   t.fill(g);
 }
 
 std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
                                                  int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
-                                                 std::mt19937& rng, KvPoolGeometry* g) {
+                                                 std::mt19937& rng, KvPoolGeometry* g, int64_t first_block) {
   int64_t need = 0;
   for (int64_t n : kv_lens) need += (n + tpb - 1) / tpb;
-  *g = KvPoolGeometry{need + spare, layers, kv_heads, head_dim, tpb, DType::kF32};
-  fillPools(t, *g);
-  std::vector<int32_t> perm(static_cast<size_t>(g->num_blocks));
-  std::iota(perm.begin(), perm.end(), 0);
+  *g = KvPoolGeometry{first_block + need + spare, layers, kv_heads, head_dim, tpb, DType::kF32};
+  std::vector<int32_t> perm(static_cast<size_t>(need + spare));
+  std::iota(perm.begin(), perm.end(), static_cast<int32_t>(first_block));
+  if (first_block == 0)
+    fillPools(t, *g);
+  else
+    t.fill(*g, perm);
   std::shuffle(perm.begin(), perm.end(), rng);
   std::vector<std::vector<int32_t>> tables;
   size_t next = 0;
