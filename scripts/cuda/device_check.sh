@@ -58,6 +58,10 @@ grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_bfloat16
 echo "== end to end"
 python3 scripts/cuda/device_e2e.py $C/bin/llmrt tests/data/golden $C/models/stories260K-hf "$OUT" > "$OUT/e2e.log" 2>&1
 echo "device_e2e rc=$?"; grep -E "FAIL|failures" "$OUT/e2e.log" | head -40
+# A 6000-token prompt on a random head_dim-128 model: float32 vs HF and the CPU, bf16 top-1, the
+# one-kernel RoPE decode path vs the two kernels at 6000+ keys.
+python3 scripts/cuda/device_long_e2e.py $C/bin/llmrt "$OUT" > "$OUT/long_e2e.log" 2>&1
+echo "device_long_e2e rc=$?"; grep -E "^(ok|FAIL|info)|failures" "$OUT/long_e2e.log" | head -20
 
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 SAN=${SAN:-/usr/local/cuda/bin/compute-sanitizer}
