@@ -77,6 +77,7 @@ with torch.no_grad():
 print(f"info long/reference: HF float32 on the GPU, prompt {PROMPT_LEN} tokens, {NEW} greedy tokens, "
       f"min top1-top2 gap {min(gaps):.3g}", flush=True)
 
+
 def stats(lg):
     """Top-1 agreement with HF float32 and |d logprob| of its top token, per position."""
     top = ref_logits.argmax(axis=-1)
