@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_common import (Criterion, bf16_rounded_checkpoint, bf16_weight_reference, hf_bf16_logits,  # noqa: E402
-                        run_generate)
+                        run_generate, same_as_with_env)
 
 LLMRT = sys.argv[1]
 GOLDEN = sys.argv[2]
@@ -242,13 +242,10 @@ for dtype in ("bfloat16", "float16"):
     for flags in (["--tokens-per-block", "16", "--logprobs", "3"],
                   ["--tokens-per-block", "16", "--n", "4", "--temperature", "0.9", "--seed", "5", "--logprobs", "2"]):
         tag = f"ropefuse/{dtype}/{'sampled-n4' if '--n' in flags else 'greedy'}"
-        fused, err = run(HD128, hd128_prompt, "cuda", dtype, 60, flags)
-        two, err2 = run(HD128, hd128_prompt, "cuda", dtype, 60, flags, env={"LLMRT_CUDA_DISABLE": "ropefuse"})
-        if fused is None or two is None:
-            check(tag, False, f"run failed: {err or err2}")
+        same, err = same_as_with_env(LLMRT, HD128, hd128_prompt, dtype, 60, flags, {"LLMRT_CUDA_DISABLE": "ropefuse"})
+        if same is None:
+            check(tag, False, f"run failed: {err}")
             continue
-        strip = lambda o: {k: v for k, v in o.items() if k not in ("stats", "timing", "elapsed_s")}
-        same = strip(fused) == strip(two)
         check(tag, same, f"60 tokens {'equal' if same else 'DIFFER'} (ids and logprobs) to the two kernels'")
 
 print(f"\n{len(failures)} failures" + (": " + ", ".join(failures) if failures else ""))

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_common import hf_bf16_logits, log_softmax, run_generate  # noqa: E402
+from e2e_common import hf_bf16_logits, log_softmax, run_generate, same_as_with_env  # noqa: E402
 
 LLMRT, OUT = sys.argv[1], sys.argv[2]
 PROMPT_LEN, NEW = 6000, 48
@@ -141,15 +141,11 @@ if hb is not None:
 for chunk in (False, True):
     tag = f"ropefuse{'-chunked' if chunk else ''}"
     flags = BASE + (CHUNKED if chunk else []) + ["--logprobs", "2"]
-    a, err = run_generate(LLMRT, mdir, prompt, "cuda", "bfloat16", NEW, flags)
-    b, err2 = run_generate(LLMRT, mdir, prompt, "cuda", "bfloat16", NEW, flags, env={"LLMRT_CUDA_DISABLE": "ropefuse"})
-    if a is None or b is None:
-        check(tag, False, f"run failed: {err or err2}")
+    same, err = same_as_with_env(LLMRT, mdir, prompt, "bfloat16", NEW, flags, {"LLMRT_CUDA_DISABLE": "ropefuse"})
+    if same is None:
+        check(tag, False, f"run failed: {err}")
         continue
-    strip = lambda o: {k: v for k, v in o.items() if k not in ("stats", "timing", "elapsed_s")}
-    same = strip(a) == strip(b)
     check(tag, same, f"{NEW} tokens after {PROMPT_LEN} {'equal' if same else 'DIFFER'} (ids and logprobs) to the two kernels'")
-
 
 print(f"\n{len(failures)} long-context failures" + (": " + ", ".join(failures) if failures else ""))
 sys.exit(1 if failures else 0)

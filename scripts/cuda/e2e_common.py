@@ -118,3 +118,14 @@ class Criterion:
         frac = self.agree / self.positions if self.positions else 0.0
         return (f"top-1 equal to HF at {self.agree}/{self.positions} prompt positions ({100 * frac:.2f}%, need >= 99%), "
                 f"max |d logprob| of HF's top token {self.max_dlogprob:.4f} (need <= 0.05)")
+
+
+def same_as_with_env(llmrt, model, ids, dtype, max_tokens, flags, env):
+    """Runs `llmrt generate` on the GPU twice, the second time with `env` set (e.g. a kernel switched
+    off): (True / False: the outputs, ids and logprobs, are equal, None) or (None, the error)."""
+    a, err = run_generate(llmrt, model, ids, "cuda", dtype, max_tokens, flags)
+    b, err2 = run_generate(llmrt, model, ids, "cuda", dtype, max_tokens, flags, env=env)
+    if a is None or b is None:
+        return None, err or err2
+    strip = lambda o: {k: v for k, v in o.items() if k not in ("stats", "timing", "elapsed_s")}  # noqa: E731
+    return strip(a) == strip(b), None
