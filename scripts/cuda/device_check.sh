@@ -88,6 +88,8 @@ if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
     --prompt "Once upon a time" --max-tokens 24 --backend cuda --temperature 0.8 --top-p 0.9 --logprobs 2 \
     > "$OUT/memcheck_sampled.log" 2>&1
   echo "memcheck generate sampled rc=$?"; grep -E "ERROR SUMMARY|LEAK SUMMARY" "$OUT/memcheck_sampled.log"
+elif [[ -n "${SKIP_SANITIZER:-}" ]]; then
+  echo "compute-sanitizer skipped (SKIP_SANITIZER)"
 else
   echo "no compute-sanitizer at $SAN"
 fi
