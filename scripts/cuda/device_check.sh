@@ -28,10 +28,14 @@ echo "backend_ops_test (vecops off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILE
 LLMRT_CUDA_DISABLE=ropefuse $C/backend_ops_test --gtest_filter='*RopeAttention*' > "$OUT/ops_noropefuse.log" 2>&1
 echo "backend_ops_test (ropefuse off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_noropefuse.log" | head -10
 
-# The RMSNorm split over the decode products: on for steps of up to 2 rows by default; here for
-# every step it can take (up to 8 rows) and off (LLMRT_CUDA_NORM_SPLIT=8 / 0).
+# The matrix-vector kernel serves products of up to 2 rows by default; its paths for 3-8 rows
+# (LLMRT_CUDA_GEMV_ROWS=8) stay tested, with the RMSNorm split over the decode products (on for
+# steps of up to 2 rows by default) for every step it can take (up to 8 rows) and off
+# (LLMRT_CUDA_NORM_SPLIT=8 / 0).
+LLMRT_CUDA_GEMV_ROWS=8 $C/backend_ops_test --gtest_filter='*Linear*:*HalfActivations*' > "$OUT/ops_gemv8.log" 2>&1
+echo "backend_ops_test (matrix-vector kernel up to 8 rows) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_gemv8.log" | head -10
 for rows in 8 0; do
-  LLMRT_CUDA_NORM_SPLIT=$rows $C/backend_ops_test --gtest_filter='*LinearAddNormLinear*' > "$OUT/ops_normsplit$rows.log" 2>&1
+  LLMRT_CUDA_GEMV_ROWS=8 LLMRT_CUDA_NORM_SPLIT=$rows $C/backend_ops_test --gtest_filter='*LinearAddNormLinear*' > "$OUT/ops_normsplit$rows.log" 2>&1
   echo "backend_ops_test (norm split up to $rows rows) rc=$?"
   grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_normsplit$rows.log" | head -10
 done

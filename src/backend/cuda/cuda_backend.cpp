@@ -134,6 +134,14 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
     LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_NORM_SPLIT=%s (norm split over the products of steps of up to %lld rows)",
                    ns, static_cast<long long>(b->norm_split_rows_));
   }
+  // The matrix-vector kernel serves products of up to LLMRT_CUDA_GEMV_ROWS rows (0..8, for
+  // measurements and the kernel's tests; default kGemvRows).
+  if (const char* gr = std::getenv("LLMRT_CUDA_GEMV_ROWS")) {
+    const int v = std::atoi(gr);
+    if (v >= 0 && v <= cuda::kGemvMaxRows) b->gemv_rows_ = v;
+    LLMRT_LOG_INFO("CUDA backend: LLMRT_CUDA_GEMV_ROWS=%s (the matrix-vector kernel for products of up to %lld rows)",
+                   gr, static_cast<long long>(b->gemv_rows_));
+  }
   // Decode attention key splits aim at this many CTAs per SM (LLMRT_CUDA_SPLIT_WAVES, 1..16, for measurements).
   if (const char* w = std::getenv("LLMRT_CUDA_SPLIT_WAVES")) {
     const int v = std::atoi(w);

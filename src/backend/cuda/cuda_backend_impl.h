@@ -134,6 +134,11 @@ class CudaBackend final : public Backend {
   // linearAddNormLinear splits the norm over its two products for steps of up to this many rows:
   // faster at 1-2 rows, slower at 4 (H200, docs/perf.md, session 14); the same bits either way.
   static constexpr int64_t kNormSplitRows = 2;
+  // linear / linearAdd take the matrix-vector kernel for steps of up to this many rows, cuBLAS(Lt)
+  // above: the kernel is the faster at 1 row and even at 2, but from 3 rows on its CUDA-core dot
+  // products (120-190 registers a thread) lose to cuBLAS's tensor cores, by 1.66x at 8 rows on the
+  // H200 (docs/perf.md, session 16).
+  static constexpr int64_t kGemvRows = 2;
   bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,
                     std::span<const int32_t> masked, std::span<RowSample> out) override;
@@ -299,6 +304,7 @@ class CudaBackend final : public Backend {
   // CUDA graphs per (key, step layout).
   bool use_graphs_ = true;
   bool use_gemv_ = true;
+  int64_t gemv_rows_ = kGemvRows;  // the matrix-vector kernel serves products of up to this many rows
   int64_t norm_split_rows_ = kNormSplitRows;  // linearAddNormLinear's norm split: steps of up to this many rows
   bool use_flash_ = true;
   bool use_mma_decode_ = true;

@@ -205,7 +205,8 @@ void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
                                     out.dtype, ld(out), stream_));
 }
 
-// Steps of up to norm_split_rows_ rows: two matrix-vector launches with the norm split over them
+// Steps of up to norm_split_rows_ rows (and gemv_rows_: the three ops' products take the
+// matrix-vector kernel too, so the bits agree): two matrix-vector launches with the norm split over them
 // (cuda::GemvNormOut on the residual product, GemvNormIn on the next), no norm kernel between
 // them; `normed` holds g * residual (unscaled). The same bits as the three ops (cuda_kernels.h).
 // Everything else: linearAdd, rmsNorm, linear.
@@ -215,7 +216,7 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
   if (failed()) return;
   const int64_t m = rows(x), h = cols(residual), n = w2.shape[0];
   auto operand = [&](const TensorView& t, const TensorView& w) { return t.dtype == DType::kF32 || t.dtype == w.dtype; };
-  const bool split = m <= norm_split_rows_ && use_gemv_ && isHalf(w1.dtype) && w2.dtype == w1.dtype &&
+  const bool split = m <= norm_split_rows_ && m <= gemv_rows_ && use_gemv_ && isHalf(w1.dtype) && w2.dtype == w1.dtype &&
                      residual.dtype == DType::kF32 && norm_weight.dtype == DType::kF32 && operand(x, w1) &&
                      operand(normed, w2) && operand(out, w2) && rows(residual) == m && rows(normed) == m &&
                      cols(normed) == h && w1.shape[0] == h && w2.shape[1] == h &&
@@ -270,7 +271,7 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   if (m == 0) return;
   if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
   const bool half_w = isHalf(w.dtype);
-  const bool gemv = half_w && use_gemv_ && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
+  const bool gemv = half_w && use_gemv_ && m <= gemv_rows_ && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
   OpScope scope(this, [&] {
     return strprintf("%s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", gemv ? "gemv" : "cublasLt",
                      rowBucket(m), static_cast<long long>(n), static_cast<long long>(k));
