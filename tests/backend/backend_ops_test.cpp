@@ -721,6 +721,43 @@ std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vecto
                                                  int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
                                                  std::mt19937& rng, KvPoolGeometry* g, int64_t first_block = 0);
 
+// A sequence of a step: q_len new rows ending at kv_len; `slot` false: its rows write no KV (a
+// padded graph row).
+struct SeqSpec {
+  int64_t q_len, kv_len;
+  bool slot = true;
+};
+std::vector<int64_t> kvLens(const std::vector<SeqSpec>& specs) {
+  std::vector<int64_t> lens;
+  for (const SeqSpec& sp : specs) lens.push_back(sp.kv_len);
+  return lens;
+}
+// The packed rows of a step over `specs` in `tables`: token ids 0, positions, cache slots (-1 unless
+// `write` and the sequence's slot flag), and sequence i on RoPE table i % 2 when `two_tables`.
+// The StepSeqs point into `tables`.
+struct StepRows {
+  std::vector<StepSeq> seqs;
+  std::vector<int32_t> ids, pos;
+  std::vector<int64_t> slots;
+  int64_t rows = 0;
+};
+StepRows stepRows(const std::vector<SeqSpec>& specs, const std::vector<std::vector<int32_t>>& tables, int64_t tpb,
+                  bool write, bool two_tables) {
+  StepRows s;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const SeqSpec& sp = specs[i];
+    s.seqs.push_back(StepSeq{s.rows, sp.q_len, sp.kv_len, tables[i], two_tables ? static_cast<int32_t>(i % 2) : 0});
+    for (int64_t r = 0; r < sp.q_len; ++r) {
+      const int64_t at = sp.kv_len - sp.q_len + r;
+      s.ids.push_back(0);
+      s.pos.push_back(static_cast<int32_t>(at));
+      s.slots.push_back(write && sp.slot ? int64_t{tables[i][static_cast<size_t>(at / tpb)]} * tpb + at % tpb : -1);
+    }
+    s.rows += sp.q_len;
+  }
+  return s;
+}
+
 TEST_P(BackendOps, PagedAttention) {
   struct Case {
     int64_t head_dim, heads, kv_heads, tpb, window;
@@ -730,15 +767,12 @@ TEST_P(BackendOps, PagedAttention) {
       {64, 32, 4, 16, 16}, {8, 8, 4, 16, 0},  {256, 4, 2, 16, 0},  {96, 12, 3, 8, 0},    {128, 32, 8, 16, 0},
       {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  // GQA group 16: the CUDA-core decode kernel on 16 bits too
   };
-  struct S {
-    int64_t q_len, kv_len;
-  };
   for (const Case& c : cases) {
     // Mixed: prefill, long decode, a chunk after a shared cached prefix, decode at a block
     // boundary, a short chunk crossing one. Decode only: few rows with long contexts, so the
     // GPU splits the keys (flash-decoding) and merges.
-    const std::vector<S> mixed{{37, 37}, {1, 100}, {21, 70}, {1, 2 * c.tpb}, {5, 2 * c.tpb + 1}};
-    const std::vector<S> decode{{1, 700}, {1, 333}, {1, 1}};
+    const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {21, 70}, {1, 2 * c.tpb}, {5, 2 * c.tpb + 1}};
+    const std::vector<SeqSpec> decode{{1, 700}, {1, 333}, {1, 1}};
     for (const auto* specs : {&mixed, &decode}) {
       const std::string what = std::string(specs == &mixed ? "mixed" : "decode") + " hd " +
                                std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
@@ -748,35 +782,17 @@ TEST_P(BackendOps, PagedAttention) {
       const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
       // Block tables are random blocks; the chunked sequence shares its first two blocks with
       // the prefill one (prefix reuse).
-      std::vector<int64_t> lens;
-      for (const S& sp : *specs) lens.push_back(sp.kv_len);
       KvPoolGeometry g;
       std::vector<std::vector<int32_t>> tables =
-          fillWithTables(*this, lens, 8, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
+          fillWithTables(*this, kvLens(*specs), 8, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
       if (specs == &mixed) {
         tables[2][0] = tables[0][0];
         tables[2][1] = tables[0][1];
       }
-      std::vector<StepSeq> seqs;
-      std::vector<int32_t> ids, pos;
-      std::vector<int64_t> slots;
-      int64_t rows = 0;
-      for (size_t i = 0; i < specs->size(); ++i) {
-        const S& sp = (*specs)[i];
-        seqs.push_back(StepSeq{rows, sp.q_len, sp.kv_len, tables[i], 0});
-        for (int64_t r = 0; r < sp.q_len; ++r) {
-          ids.push_back(0);
-          pos.push_back(static_cast<int32_t>(sp.kv_len - sp.q_len + r));
-          slots.push_back(-1);  // nothing written: the pools hold the keys already
-        }
-        rows += sp.q_len;
-      }
-      StepInputs in;
-      in.token_ids = ids;
-      in.positions = pos;
-      in.slots = slots;
-      in.seqs = seqs;
-      begin(in);
+      // Nothing written: the pools hold the keys already.
+      const StepRows st = stepRows(*specs, tables, c.tpb, false, false);
+      const int64_t rows = st.rows;
+      begin(ropeStep(st.ids, st.pos, st.slots, st.seqs, {}, 0, 1.0f));
       std::vector<float> q = randomVec(static_cast<size_t>(rows * (Q + 2 * KV)), rng_);
       auto [qc, qg] = put(2, rows, Q + 2 * KV, q);
       auto [oc, og] = put(3, rows, Q, {});
@@ -819,14 +835,11 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
       {64, 32, 4, 16, 100, 64, true},  {128, 8, 8, 16, 37, 128, true},   {64, 16, 1, 16, 0, 64, true},  // group 16
       {128, 32, 8, 16, 0, 64, true},   {128, 32, 8, 16, 0, 128, false},
   };
-  struct S {
-    int64_t q_len, kv_len;
-    bool slot = true;  // the new rows are written (a padded graph row is not)
-  };
   for (const Case& c : cases) {
-    const std::vector<S> decode{{1, 700}, {1, 333}, {1, 1}, {1, 2 * c.tpb}, {1, 2 * c.tpb + 1}, {1, 64, false}, {1, 129}};
-    const std::vector<S> mixed{{37, 37}, {1, 100}, {1, 2 * c.tpb + 1}};
-    const std::vector<S>& specs = c.decode ? decode : mixed;
+    const std::vector<SeqSpec> decode{{1, 700}, {1, 333}, {1, 1}, {1, 2 * c.tpb}, {1, 2 * c.tpb + 1},
+                                      {1, 64, false}, {1, 129}};
+    const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {1, 2 * c.tpb + 1}};
+    const std::vector<SeqSpec>& specs = c.decode ? decode : mixed;
     const int64_t group = c.heads / c.kv_heads;
     const char* off = std::getenv("LLMRT_CUDA_DISABLE");  // ropefuse / mmadecode: the two ops always
     const bool switched_off = off && (std::strstr(off, "ropefuse") || std::strstr(off, "mmadecode"));
@@ -837,30 +850,15 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
                  " rotary " + std::to_string(c.rotary_dim) + (c.decode ? " decode" : " mixed") +
                  (fused ? " (fused)" : ""));
     const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
-    std::vector<int64_t> lens;
-    for (const S& sp : specs) lens.push_back(sp.kv_len);
     KvPoolGeometry g;
     const std::vector<std::vector<int32_t>> tables =
-        fillWithTables(*this, lens, 4, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
+        fillWithTables(*this, kvLens(specs), 4, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
     const int64_t num_blocks = g.num_blocks;
-    std::vector<StepSeq> seqs;
-    std::vector<int32_t> ids, pos;
-    std::vector<int64_t> slots;
-    int64_t rows = 0;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      const S& sp = specs[i];
-      // Two RoPE tables (per-sequence tables, as dynamic NTK gives): odd sequences use table 1.
-      seqs.push_back(StepSeq{rows, sp.q_len, sp.kv_len, tables[i], static_cast<int32_t>(i % 2)});
-      for (int64_t r = 0; r < sp.q_len; ++r) {
-        const int64_t at = sp.kv_len - sp.q_len + r;
-        ids.push_back(0);
-        pos.push_back(static_cast<int32_t>(at));
-        slots.push_back(sp.slot ? int64_t{tables[i][static_cast<size_t>(at / c.tpb)]} * c.tpb + at % c.tpb : -1);
-      }
-      rows += sp.q_len;
-    }
+    // Two RoPE tables (per-sequence tables, as dynamic NTK gives): odd sequences use table 1.
+    const StepRows st = stepRows(specs, tables, c.tpb, true, true);
+    const int64_t rows = st.rows;
     const std::vector<float> inv = twoRopeTables(c.rotary_dim, 500000.0f);
-    begin(ropeStep(ids, pos, slots, seqs, inv, c.rotary_dim, 1.25f));
+    begin(ropeStep(st.ids, st.pos, st.slots, st.seqs, inv, c.rotary_dim, 1.25f));
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     const size_t per = static_cast<size_t>(g.elementsPerBlock());
     auto pools = [&](Backend& b) {
@@ -919,13 +917,12 @@ TEST_P(BackendOps, LongContextsAtFarPoolOffsets) {
     const int64_t first_block = (int64_t{1} << 31) / per_block + 1;
     // Sequences: the context chunk (300 new of 2300), then decode rows; the same tables serve the
     // decode step after it (each sequence one token longer).
-    const std::vector<int64_t> kv_lens{2300, 16411, 5000, 4099, 1};
-    const std::vector<int64_t> q_lens{300, 1, 1, 1, 1};
-    std::vector<int64_t> next_lens;
-    for (int64_t n : kv_lens) next_lens.push_back(n + 1);
+    const std::vector<SeqSpec> chunk{{300, 2300}, {1, 16411}, {1, 5000}, {1, 4099}, {1, 1}};
+    std::vector<SeqSpec> next;
+    for (const SeqSpec& sp : chunk) next.push_back(SeqSpec{1, sp.kv_len + 1});
     KvPoolGeometry g;
     const std::vector<std::vector<int32_t>> tables =
-        fillWithTables(*this, next_lens, 2, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g, first_block);
+        fillWithTables(*this, kvLens(next), 2, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g, first_block);
     ASSERT_GT(g.num_blocks * g.elementsPerBlock(), int64_t{1} << 31);
     const std::vector<float> inv = twoRopeTables(c.head_dim, 500000.0f);
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -935,20 +932,9 @@ TEST_P(BackendOps, LongContextsAtFarPoolOffsets) {
                    std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) + " window " + std::to_string(window));
       // 1. The context chunk and decode rows attend to what the pools hold (nothing written).
       {
-        std::vector<StepSeq> seqs;
-        std::vector<int32_t> ids, pos;
-        std::vector<int64_t> slots;
-        int64_t rows = 0;
-        for (size_t i = 0; i < kv_lens.size(); ++i) {
-          seqs.push_back(StepSeq{rows, q_lens[i], kv_lens[i], tables[i], 0});
-          for (int64_t r = 0; r < q_lens[i]; ++r) {
-            ids.push_back(0);
-            pos.push_back(static_cast<int32_t>(kv_lens[i] - q_lens[i] + r));
-            slots.push_back(-1);
-          }
-          rows += q_lens[i];
-        }
-        begin(ropeStep(ids, pos, slots, seqs, inv, c.head_dim, 1.0f));
+        const StepRows st = stepRows(chunk, tables, c.tpb, false, false);
+        const int64_t rows = st.rows;
+        begin(ropeStep(st.ids, st.pos, st.slots, st.seqs, inv, c.head_dim, 1.0f));
         auto [qc, qg] = put(2, rows, Q, randomVec(static_cast<size_t>(rows * Q), rng_));
         auto [oc, og] = put(3, rows, Q, {});
         for (int64_t layer = 0; layer < layers; ++layer) {
@@ -960,19 +946,10 @@ TEST_P(BackendOps, LongContextsAtFarPoolOffsets) {
       }
       // 2. A decode step: each sequence's next token rotated, written and attended in one op.
       {
-        std::vector<StepSeq> seqs;
-        std::vector<int32_t> ids, pos;
-        std::vector<int64_t> slots;
-        const int64_t rows = static_cast<int64_t>(next_lens.size());
-        for (int64_t i = 0; i < rows; ++i) {
-          const int64_t at = next_lens[static_cast<size_t>(i)] - 1;
-          const std::vector<int32_t>& table = tables[static_cast<size_t>(i)];
-          seqs.push_back(StepSeq{i, 1, at + 1, table, static_cast<int32_t>(i % 2)});
-          ids.push_back(0);
-          pos.push_back(static_cast<int32_t>(at));
-          slots.push_back(int64_t{table[static_cast<size_t>(at / c.tpb)]} * c.tpb + at % c.tpb);
-        }
-        begin(ropeStep(ids, pos, slots, seqs, inv, c.head_dim, 1.0f));
+        const StepRows st = stepRows(next, tables, c.tpb, true, true);
+        const int64_t rows = st.rows;
+        const std::vector<int64_t>& slots = st.slots;
+        begin(ropeStep(st.ids, st.pos, st.slots, st.seqs, inv, c.head_dim, 1.0f));
         const size_t per = static_cast<size_t>(g.elementsPerBlock());
         auto newRows = [&](Backend& b) {  // the blocks holding the new rows
           std::vector<float> all;

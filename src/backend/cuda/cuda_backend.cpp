@@ -127,7 +127,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   cuda::setVectorOpsEnabled(vector_ops);
   b->group_capacity_ = rowgroup ? cuda::sampleGroupCapacity() : 0;
   // The RMSNorm split over the decode products (linearAddNormLinear) takes steps of up to
-  // LLMRT_CUDA_NORM_SPLIT rows (0..8, for measurements; 0: never). Same bits either way.
+  // LLMRT_CUDA_NORM_SPLIT rows (0..8, for measurements; 0: never) that the matrix-vector kernel
+  // serves (LLMRT_CUDA_GEMV_ROWS below). Same bits either way.
   if (const char* ns = std::getenv("LLMRT_CUDA_NORM_SPLIT")) {
     const int v = std::atoi(ns);
     if (v >= 0 && v <= cuda::kGemvMaxRows) b->norm_split_rows_ = v;

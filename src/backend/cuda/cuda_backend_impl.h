@@ -135,9 +135,9 @@ class CudaBackend final : public Backend {
   // faster at 1-2 rows, slower at 4 (H200, docs/perf.md, session 14); the same bits either way.
   static constexpr int64_t kNormSplitRows = 2;
   // linear / linearAdd take the matrix-vector kernel for steps of up to this many rows, cuBLAS(Lt)
-  // above: the kernel is the faster at 1 row and even at 2, but from 3 rows on its CUDA-core dot
-  // products (120-190 registers a thread) lose to cuBLAS's tensor cores, by 1.66x at 8 rows on the
-  // H200 (docs/perf.md, session 16).
+  // above: the kernel is the faster at 1 row and as fast at 2 (where the norm split needs it), but
+  // from 3 rows on its CUDA-core dot products (120-190 registers a thread) lose to cuBLAS's tensor
+  // cores: batch-8 decode steps 4.78 vs 8.09 ms on the H200 (docs/perf.md, session 16).
   static constexpr int64_t kGemvRows = 2;
   bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const override;
   Status sampleRows(TensorView logits, std::span<const RowSampling> rows, std::span<const PenaltyToken> penalties,

@@ -205,10 +205,11 @@ void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
                                     out.dtype, ld(out), stream_));
 }
 
-// Steps of up to norm_split_rows_ rows (and gemv_rows_: the three ops' products take the
-// matrix-vector kernel too, so the bits agree): two matrix-vector launches with the norm split over them
-// (cuda::GemvNormOut on the residual product, GemvNormIn on the next), no norm kernel between
-// them; `normed` holds g * residual (unscaled). The same bits as the three ops (cuda_kernels.h).
+// Steps of up to norm_split_rows_ rows that the matrix-vector kernel serves (gemv_rows_: so the
+// three ops' products are that kernel too and the bits agree): two matrix-vector launches with the
+// norm split over them (cuda::GemvNormOut on the residual product, GemvNormIn on the next), no norm
+// kernel between them; `normed` holds g * residual (unscaled). The same bits as the three ops
+// (cuda_kernels.h).
 // Everything else: linearAdd, rmsNorm, linear.
 void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1, const TensorView* b1,
                                       TensorView residual, const TensorView& norm_weight, float eps, TensorView normed,
@@ -216,8 +217,8 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
   if (failed()) return;
   const int64_t m = rows(x), h = cols(residual), n = w2.shape[0];
   auto operand = [&](const TensorView& t, const TensorView& w) { return t.dtype == DType::kF32 || t.dtype == w.dtype; };
-  const bool split = m <= norm_split_rows_ && m <= gemv_rows_ && use_gemv_ && isHalf(w1.dtype) && w2.dtype == w1.dtype &&
-                     residual.dtype == DType::kF32 && norm_weight.dtype == DType::kF32 && operand(x, w1) &&
+  const bool split = m <= norm_split_rows_ && m <= gemv_rows_ && use_gemv_ && isHalf(w1.dtype) &&
+                     w2.dtype == w1.dtype && residual.dtype == DType::kF32 && norm_weight.dtype == DType::kF32 && operand(x, w1) &&
                      operand(normed, w2) && operand(out, w2) && rows(residual) == m && rows(normed) == m &&
                      cols(normed) == h && w1.shape[0] == h && w2.shape[1] == h &&
                      cuda::gemvSupported(x.data, x.dtype, ld(x), m, cols(x)) &&
