@@ -36,7 +36,9 @@ void MappedFile::reset() {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO named as a model file would block open() until a writer came; it is
+  // refused below instead (mmap ignores the flag for regular files).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int err = errno;
     std::string msg = path + ": cannot open: " + std::strerror(err);
@@ -50,7 +52,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return ioError(path + ": not a regular file");
+    return ioError(path + ": not a regular file (a directory, FIFO or device); expected a file");
   }
   MappedFile f;
   f.path_ = path;

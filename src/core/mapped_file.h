@@ -1,4 +1,18 @@
 // Read-only memory-mapped files (RAII) and small whole-file reads.
+//
+// A mapping reads the file as it is now, page by page, not as it was when it
+// was opened: if the file is truncated while mapped (a checkpoint overwritten
+// in place, a download restarted into the same path, `truncate`, a network
+// filesystem losing the file), touching a page past the new end of the file
+// raises SIGBUS and the process dies. Nothing inside the process can validate
+// against that in advance. What the loader does: sizes and every tensor's byte
+// range are checked against the file size when it is opened (safetensors.h),
+// so a file that is already short is an error, never a fault; weights are read
+// from the mapping only while loading (the CPU backend keeps float32 weights
+// in place, zero-copy, for the engine's life). Replacing a file by renaming a
+// new one over it is safe: the mapping keeps the old inode. Do not rewrite a
+// model's files in place while a process runs it (docs/user-guide.md, "Model
+// files are memory-mapped").
 #pragma once
 
 #include <cstddef>

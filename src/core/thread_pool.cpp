@@ -1,11 +1,20 @@
 #include "core/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 namespace llmrt {
 
+int availableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (num_threads <= 0) num_threads = availableCores();
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { workerLoop(i); });
 }
 

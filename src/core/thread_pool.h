@@ -11,10 +11,14 @@
 
 namespace llmrt {
 
+// The cores this process may run on (its CPU affinity mask, which taskset and
+// container CPU sets narrow), at least 1.
+int availableCores();
+
 class ThreadPool {
  public:
-  // num_threads <= 0: hardware concurrency. The calling thread also works, so
-  // a pool of N threads starts N-1 workers.
+  // num_threads <= 0: availableCores(). The calling thread also works, so a
+  // pool of N threads starts N-1 workers.
   explicit ThreadPool(int num_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
