@@ -10,7 +10,6 @@
 namespace llmrt {
 
 using detail::Json;
-using detail::jsonForMessage;
 
 namespace {
 
@@ -41,7 +40,7 @@ Result<const ArchSpec*> resolveArch(const Json& root, std::string_view where) {
   auto a = root.find("architectures");
   if (a != root.end() && !a->is_null()) {
     if (!a->is_array() || a->empty() || !(*a)[0].is_string()) {
-      return fieldError(where, "architectures", jsonForMessage(*a), "a non-empty list of architecture names");
+      return fieldError(where, "architectures", jsonSnippet(*a), "a non-empty list of architecture names");
     }
     architecture = (*a)[0].get<std::string>();
   }
@@ -60,15 +59,15 @@ Result<const ArchSpec*> resolveArch(const Json& root, std::string_view where) {
   }
   if (architecture && by_arch == nullptr) {
     return fieldError(
-        where, "architectures", jsonForMessage(*a),
+        where, "architectures", jsonSnippet(*a),
         "one of LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM (unsupported architecture)");
   }
   if (model_type && by_type == nullptr) {
-    return fieldError(where, "model_type", jsonForMessage(root["model_type"]),
+    return fieldError(where, "model_type", jsonSnippet(root["model_type"]),
                       "one of llama, mistral, qwen2 (unsupported model type)");
   }
   if (by_arch != nullptr && by_type != nullptr && by_arch != by_type) {
-    return fieldError(where, "model_type", jsonForMessage(root["model_type"]),
+    return fieldError(where, "model_type", jsonSnippet(root["model_type"]),
                       "\"" + std::string(by_arch->model_type) + "\" to match architectures[0] \"" +
                           std::string(by_arch->architecture) + "\"");
   }
@@ -91,7 +90,7 @@ Status selectRopeObject(const Json& root, std::string_view where, const Json** o
   for (std::string_view key : {"rope_scaling", "rope_parameters"}) {
     auto it = root.find(key);
     if (it == root.end() || it->is_null()) continue;
-    if (!it->is_object()) return fieldError(where, key, jsonForMessage(*it), "an object or null");
+    if (!it->is_object()) return fieldError(where, key, jsonSnippet(*it), "an object or null");
     if (it->empty()) continue;  // {} means default RoPE
     *obj = &*it;
     *field = key;
@@ -161,7 +160,7 @@ Status parseRope(const Json& root, std::string_view where, ModelConfig* c, std::
       return unimplemented(std::string(where) + ": field '" + type_field +
                            "' is \"longrope\", which this engine does not support for the Llama family");
     } else {
-      return fieldError(where, type_field, jsonForMessage(Json(t)),
+      return fieldError(where, type_field, jsonSnippet(Json(t)),
                         "one of default, linear, dynamic, llama3, yarn");
     }
 
@@ -233,10 +232,10 @@ Status parseSlidingWindow(const Json& root, std::string_view where, const ArchSp
   if (it != root.end()) {
     if (it->is_null()) {
       window.reset();
-    } else if (std::optional<int64_t> v = detail::asInt64(*it)) {
+    } else if (std::optional<int64_t> v = jsonInt64(*it)) {
       window = *v;
     } else {
-      return fieldError(where, "sliding_window", jsonForMessage(*it), "an integer >= 1 or null");
+      return fieldError(where, "sliding_window", jsonSnippet(*it), "an integer >= 1 or null");
     }
   }
   if (spec.arch == ModelArch::kMistral) {
@@ -256,12 +255,12 @@ Status parseSlidingWindow(const Json& root, std::string_view where, const ArchSp
   auto lt = root.find("layer_types");
   if (lt != root.end() && !lt->is_null()) {
     if (!lt->is_array()) {
-      return fieldError(where, "layer_types", jsonForMessage(*lt),
+      return fieldError(where, "layer_types", jsonSnippet(*lt),
                         "a list of \"full_attention\" / \"sliding_attention\"");
     }
     for (const Json& e : *lt) {
       if (!e.is_string()) {
-        return fieldError(where, "layer_types", jsonForMessage(*lt),
+        return fieldError(where, "layer_types", jsonSnippet(*lt),
                           "a list of \"full_attention\" / \"sliding_attention\"");
       }
       c->layer_types.push_back(e.get<std::string>());
@@ -286,16 +285,20 @@ Status parseHiddenAct(const Json& root, std::string_view where, ModelConfig* c) 
       return Status::ok();
     }
   }
-  return fieldError(where, "hidden_act", jsonForMessage(Json(*act)),
+  return fieldError(where, "hidden_act", jsonSnippet(Json(*act)),
                     "one of silu, swish, gelu, gelu_new, gelu_pytorch_tanh, relu");
 }
 
 }  // namespace
 
 Result<ModelConfig> parseModelConfig(std::string_view text, std::string_view where) {
-  LLMRT_ASSIGN_OR_RETURN(Json root, detail::parseJson(text, where));
+  LLMRT_ASSIGN_OR_RETURN(Json root, detail::parseInputJson(text, where, kHfJsonLimits));
+  return parseModelConfigJson(root, where);
+}
+
+Result<ModelConfig> parseModelConfigJson(const Json& root, std::string_view where) {
   if (!root.is_object()) {
-    return parseError(std::string(where) + ": expected a JSON object; got " + jsonForMessage(root));
+    return parseError(std::string(where) + ": expected a JSON object; got " + jsonSnippet(root));
   }
   LLMRT_ASSIGN_OR_RETURN(const ArchSpec* spec, resolveArch(root, where));
   ModelConfig c;

@@ -21,10 +21,27 @@
 #include <string>
 #include <string_view>
 
+#include "core/json.h"
 #include "llmrt/model_config.h"
 #include "llmrt/status.h"
 
 namespace llmrt {
+
+// How config.json, generation_config.json and model.safetensors.index.json are
+// read: nesting deeper than 64 levels is an error (real files nest 5 at most);
+// a key given twice keeps its last value, as HF transformers' json.load does
+// (so a model runs here with the values it runs with there).
+inline constexpr JsonParseLimits kHfJsonLimits{.max_depth = 64, .reject_duplicate_keys = false};
+
+// The longest sequence llmrt runs, in tokens (positions and KV layouts are
+// 32-bit): 2^30. config.json's max_position_embeddings (and windows, RoPE
+// lengths) above it are rejected at parse time, so `llmrt inspect` refuses
+// what `llmrt generate` would; the engine checks a user's max_seq_len with the
+// same function, so both give the same message.
+inline constexpr int64_t kMaxSequenceLength = int64_t{1} << 30;
+// OK when 1 <= value <= kMaxSequenceLength; else fieldError(where, field,
+// value, "an integer between 1 and 1073741824 (2^30, the longest sequence llmrt runs)").
+Status checkSequenceLength(std::string_view where, std::string_view field, int64_t value);
 
 // Parses config.json text and validates the result (validateModelConfig).
 // `where` names the file in messages. Errors: ParseError for invalid JSON,
@@ -34,6 +51,8 @@ namespace llmrt {
 Result<ModelConfig> parseModelConfig(std::string_view json_text, std::string_view where = "config.json");
 // Reads and parses `path` (errors name the path).
 Result<ModelConfig> loadModelConfig(const std::string& path);
+// The same from config.json already parsed (with kHfJsonLimits); `root` may be any JSON value.
+Result<ModelConfig> parseModelConfigJson(const Json& root, std::string_view where);
 
 // Every range and consistency check on a ModelConfig, in one place: positive
 // sizes below sane limits, heads divisible by kv heads, hidden_size divisible by

@@ -17,7 +17,6 @@ constexpr int64_t kMaxIntermediate = int64_t{1} << 22;
 constexpr int64_t kMaxLayers = int64_t{1} << 14;
 constexpr int64_t kMaxHeads = int64_t{1} << 14;
 constexpr int64_t kMaxHeadDim = int64_t{1} << 14;
-constexpr int64_t kMaxPositions = int64_t{1} << 34;
 constexpr int64_t kMaxTokenId = (int64_t{1} << 31) - 1;
 
 std::string num(double v) { return strprintf("%.17g", v); }
@@ -50,8 +49,8 @@ Status validateRope(const ModelConfig& c, std::string_view where, std::string_vi
   LLMRT_RETURN_IF_ERROR(checkPositive(where, f("factor"), r.factor));
   if (r.original_max_position_embeddings != 0 || r.type == RopeScalingType::kLlama3 ||
       r.type == RopeScalingType::kYarn) {
-    LLMRT_RETURN_IF_ERROR(checkInt(where, f("original_max_position_embeddings"),
-                                   r.original_max_position_embeddings, 1, kMaxPositions));
+    LLMRT_RETURN_IF_ERROR(checkSequenceLength(where, f("original_max_position_embeddings"),
+                                              r.original_max_position_embeddings));
   }
   if (r.type == RopeScalingType::kLlama3) {
     LLMRT_RETURN_IF_ERROR(checkPositive(where, f("low_freq_factor"), r.low_freq_factor));
@@ -83,6 +82,13 @@ Status checkTokenIds(std::string_view where, std::string_view field, const std::
 }
 
 }  // namespace
+
+Status checkSequenceLength(std::string_view where, std::string_view field, int64_t value) {
+  if (value >= 1 && value <= kMaxSequenceLength) return Status::ok();
+  return fieldError(where, field, std::to_string(value),
+                    "an integer between 1 and " + std::to_string(kMaxSequenceLength) +
+                        " (2^30, the longest sequence llmrt runs)");
+}
 
 Status validateModelConfig(const ModelConfig& c, std::string_view where) {
   return detail::validateModelConfig(c, where, "rope_scaling");
@@ -119,12 +125,11 @@ Status detail::validateModelConfig(const ModelConfig& c, std::string_view where,
   if (!std::isfinite(c.rms_norm_eps) || c.rms_norm_eps <= 0 || c.rms_norm_eps >= 1) {
     return fieldError(where, "rms_norm_eps", num(c.rms_norm_eps), "a number in (0, 1)");
   }
-  LLMRT_RETURN_IF_ERROR(
-      checkInt(where, "max_position_embeddings", c.max_position_embeddings, 1, kMaxPositions));
+  LLMRT_RETURN_IF_ERROR(checkSequenceLength(where, "max_position_embeddings", c.max_position_embeddings));
   LLMRT_RETURN_IF_ERROR(validateRope(c, where, rope_field));
 
   if (c.sliding_window) {
-    LLMRT_RETURN_IF_ERROR(checkInt(where, "sliding_window", *c.sliding_window, 1, kMaxPositions));
+    LLMRT_RETURN_IF_ERROR(checkSequenceLength(where, "sliding_window", *c.sliding_window));
   }
   LLMRT_RETURN_IF_ERROR(checkInt(where, "max_window_layers", c.max_window_layers, 0, kMaxLayers));
   if (!c.layer_types.empty()) {

@@ -35,9 +35,9 @@ Status checkIds(std::string_view where, std::string_view field, const std::vecto
 }  // namespace
 
 Result<GenerationDefaults> parseGenerationConfig(std::string_view text, std::string_view where) {
-  LLMRT_ASSIGN_OR_RETURN(Json root, detail::parseJson(text, where));
+  LLMRT_ASSIGN_OR_RETURN(Json root, detail::parseInputJson(text, where, kHfJsonLimits));
   if (!root.is_object()) {
-    return parseError(std::string(where) + ": expected a JSON object; got " + detail::jsonForMessage(root));
+    return parseError(std::string(where) + ": expected a JSON object; got " + jsonSnippet(root));
   }
   GenerationDefaults g;
   LLMRT_RETURN_IF_ERROR(detail::readBool(root, "do_sample", "do_sample", where, &g.do_sample));

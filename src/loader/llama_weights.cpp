@@ -1,5 +1,6 @@
 #include "loader/llama_weights.h"
 
+#include <iterator>
 #include <set>
 
 namespace llmrt {
@@ -12,38 +13,153 @@ std::string llamaLayerTensorName(int64_t layer, std::string_view suffix) {
   return s;
 }
 
+namespace {
+
+// Dimensions in config terms.
+enum class Dim : uint8_t { kNone, kVocab, kHidden, kQ, kKv, kInter };
+// When a tensor is present.
+enum class When : uint8_t { kAlways, kAttentionBias, kOProjBias, kMlpBias, kUntied };
+
+struct Spec {
+  LlamaTensor id;
+  bool per_layer;         // named "model.layers.N." + name
+  std::string_view name;  // the full name, or the per-layer suffix
+  Dim rows, cols;         // cols is kNone for vectors
+  When when;
+};
+
+// In checkpoint order: embeddings, each layer's tensors, final norm, lm_head.
+// Indexed by LlamaTensor (checked by static_asserts below).
+constexpr Spec kTable[] = {
+    {LlamaTensor::kEmbedTokens, false, "model.embed_tokens.weight", Dim::kVocab, Dim::kHidden, When::kAlways},
+    {LlamaTensor::kInputNorm, true, "input_layernorm.weight", Dim::kHidden, Dim::kNone, When::kAlways},
+    {LlamaTensor::kQProj, true, "self_attn.q_proj.weight", Dim::kQ, Dim::kHidden, When::kAlways},
+    {LlamaTensor::kKProj, true, "self_attn.k_proj.weight", Dim::kKv, Dim::kHidden, When::kAlways},
+    {LlamaTensor::kVProj, true, "self_attn.v_proj.weight", Dim::kKv, Dim::kHidden, When::kAlways},
+    {LlamaTensor::kOProj, true, "self_attn.o_proj.weight", Dim::kHidden, Dim::kQ, When::kAlways},
+    {LlamaTensor::kQBias, true, "self_attn.q_proj.bias", Dim::kQ, Dim::kNone, When::kAttentionBias},
+    {LlamaTensor::kKBias, true, "self_attn.k_proj.bias", Dim::kKv, Dim::kNone, When::kAttentionBias},
+    {LlamaTensor::kVBias, true, "self_attn.v_proj.bias", Dim::kKv, Dim::kNone, When::kAttentionBias},
+    {LlamaTensor::kOBias, true, "self_attn.o_proj.bias", Dim::kHidden, Dim::kNone, When::kOProjBias},
+    {LlamaTensor::kPostNorm, true, "post_attention_layernorm.weight", Dim::kHidden, Dim::kNone,
+     When::kAlways},
+    {LlamaTensor::kGateProj, true, "mlp.gate_proj.weight", Dim::kInter, Dim::kHidden, When::kAlways},
+    {LlamaTensor::kUpProj, true, "mlp.up_proj.weight", Dim::kInter, Dim::kHidden, When::kAlways},
+    {LlamaTensor::kDownProj, true, "mlp.down_proj.weight", Dim::kHidden, Dim::kInter, When::kAlways},
+    {LlamaTensor::kGateBias, true, "mlp.gate_proj.bias", Dim::kInter, Dim::kNone, When::kMlpBias},
+    {LlamaTensor::kUpBias, true, "mlp.up_proj.bias", Dim::kInter, Dim::kNone, When::kMlpBias},
+    {LlamaTensor::kDownBias, true, "mlp.down_proj.bias", Dim::kHidden, Dim::kNone, When::kMlpBias},
+    {LlamaTensor::kFinalNorm, false, "model.norm.weight", Dim::kHidden, Dim::kNone, When::kAlways},
+    {LlamaTensor::kLmHead, false, "lm_head.weight", Dim::kVocab, Dim::kHidden, When::kUntied},
+};
+
+constexpr bool tableIsIndexedById() {
+  for (size_t i = 0; i < std::size(kTable); ++i) {
+    if (static_cast<size_t>(kTable[i].id) != i) return false;
+  }
+  return std::size(kTable) == static_cast<size_t>(LlamaTensor::kLmHead) + 1;
+}
+static_assert(tableIsIndexedById(), "kTable must list every LlamaTensor in enum order");
+
+const Spec& spec(LlamaTensor t) { return kTable[static_cast<size_t>(t)]; }
+
+int64_t dimSize(Dim d, const ModelConfig& c) {
+  switch (d) {
+    case Dim::kVocab:
+      return c.vocab_size;
+    case Dim::kHidden:
+      return c.hidden_size;
+    case Dim::kQ:
+      return c.qSize();
+    case Dim::kKv:
+      return c.kvSize();
+    case Dim::kInter:
+      return c.intermediate_size;
+    case Dim::kNone:
+      break;
+  }
+  return 0;
+}
+
+std::string_view dimName(Dim d) {
+  switch (d) {
+    case Dim::kVocab:
+      return "vocab_size";
+    case Dim::kHidden:
+      return "hidden_size";
+    case Dim::kQ:
+      return "num_attention_heads*head_dim";
+    case Dim::kKv:
+      return "num_key_value_heads*head_dim";
+    case Dim::kInter:
+      return "intermediate_size";
+    case Dim::kNone:
+      break;
+  }
+  return "";
+}
+
+ExpectedTensor expected(const Spec& s, int64_t layer, const ModelConfig& c) {
+  return {llamaTensorName(s.id, layer), llamaTensorShape(s.id, c), llamaTensorFormula(s.id)};
+}
+
+}  // namespace
+
+bool llamaTensorPresent(LlamaTensor t, const ModelConfig& c) {
+  switch (spec(t).when) {
+    case When::kAlways:
+      return true;
+    case When::kAttentionBias:
+      return c.attention_bias;
+    case When::kOProjBias:
+      return c.o_proj_bias;
+    case When::kMlpBias:
+      return c.mlp_bias;
+    case When::kUntied:
+      return !c.tie_word_embeddings;
+  }
+  return false;
+}
+
+std::string llamaTensorName(LlamaTensor t, int64_t layer) {
+  const Spec& s = spec(t);
+  return s.per_layer ? llamaLayerTensorName(layer, s.name) : std::string(s.name);
+}
+
+Shape llamaTensorShape(LlamaTensor t, const ModelConfig& c) {
+  const Spec& s = spec(t);
+  if (s.cols == Dim::kNone) return Shape{dimSize(s.rows, c)};
+  return Shape{dimSize(s.rows, c), dimSize(s.cols, c)};
+}
+
+std::string llamaTensorFormula(LlamaTensor t) {
+  const Spec& s = spec(t);
+  std::string f = "[";
+  f += dimName(s.rows);
+  if (s.cols != Dim::kNone) {
+    f += ", ";
+    f += dimName(s.cols);
+  }
+  return f + "]";
+}
+
 std::vector<ExpectedTensor> expectedLlamaTensors(const ModelConfig& c) {
-  const int64_t h = c.hidden_size, q = c.qSize(), kv = c.kvSize(), inter = c.intermediate_size;
   std::vector<ExpectedTensor> out;
-  out.push_back({"model.embed_tokens.weight", Shape{c.vocab_size, h}, "[vocab_size, hidden_size]"});
+  // The table's global tensors before the layers, the layers, then the rest.
+  size_t i = 0;
+  for (; i < std::size(kTable) && !kTable[i].per_layer; ++i) {
+    if (llamaTensorPresent(kTable[i].id, c)) out.push_back(expected(kTable[i], 0, c));
+  }
+  const size_t layer_begin = i;
+  while (i < std::size(kTable) && kTable[i].per_layer) ++i;
+  const size_t layer_end = i;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    auto add = [&](std::string_view suffix, Shape shape, const char* formula) {
-      out.push_back({llamaLayerTensorName(l, suffix), shape, formula});
-    };
-    add("input_layernorm.weight", Shape{h}, "[hidden_size]");
-    add("self_attn.q_proj.weight", Shape{q, h}, "[num_attention_heads*head_dim, hidden_size]");
-    add("self_attn.k_proj.weight", Shape{kv, h}, "[num_key_value_heads*head_dim, hidden_size]");
-    add("self_attn.v_proj.weight", Shape{kv, h}, "[num_key_value_heads*head_dim, hidden_size]");
-    add("self_attn.o_proj.weight", Shape{h, q}, "[hidden_size, num_attention_heads*head_dim]");
-    if (c.attention_bias) {
-      add("self_attn.q_proj.bias", Shape{q}, "[num_attention_heads*head_dim]");
-      add("self_attn.k_proj.bias", Shape{kv}, "[num_key_value_heads*head_dim]");
-      add("self_attn.v_proj.bias", Shape{kv}, "[num_key_value_heads*head_dim]");
-    }
-    if (c.o_proj_bias) add("self_attn.o_proj.bias", Shape{h}, "[hidden_size]");
-    add("post_attention_layernorm.weight", Shape{h}, "[hidden_size]");
-    add("mlp.gate_proj.weight", Shape{inter, h}, "[intermediate_size, hidden_size]");
-    add("mlp.up_proj.weight", Shape{inter, h}, "[intermediate_size, hidden_size]");
-    add("mlp.down_proj.weight", Shape{h, inter}, "[hidden_size, intermediate_size]");
-    if (c.mlp_bias) {
-      add("mlp.gate_proj.bias", Shape{inter}, "[intermediate_size]");
-      add("mlp.up_proj.bias", Shape{inter}, "[intermediate_size]");
-      add("mlp.down_proj.bias", Shape{h}, "[hidden_size]");
+    for (size_t k = layer_begin; k < layer_end; ++k) {
+      if (llamaTensorPresent(kTable[k].id, c)) out.push_back(expected(kTable[k], l, c));
     }
   }
-  out.push_back({"model.norm.weight", Shape{h}, "[hidden_size]"});
-  if (!c.tie_word_embeddings) {
-    out.push_back({"lm_head.weight", Shape{c.vocab_size, h}, "[vocab_size, hidden_size]"});
+  for (; i < std::size(kTable); ++i) {
+    if (llamaTensorPresent(kTable[i].id, c)) out.push_back(expected(kTable[i], 0, c));
   }
   return out;
 }
@@ -63,9 +179,13 @@ Result<std::vector<std::string>> checkLlamaWeights(const ModelConfig& c, const W
       return invalidArgument(src + ": tensor '" + e.name + "' has shape " + w->shape.toString() +
                              "; expected " + e.shape.toString() + " " + e.formula);
     }
+    if (w->dtype == DType::kF8E4M3 || w->dtype == DType::kI8 || w->dtype == DType::kU8) {
+      return unimplemented(src + ": tensor '" + e.name + "' has dtype " + std::string(dtypeName(w->dtype)) +
+                           ", quantized codes, which are not supported yet; use a bf16/fp16/fp32 checkpoint");
+    }
     if (!isFloatingPoint(w->dtype)) {
       return invalidArgument(src + ": tensor '" + e.name + "' has dtype " + std::string(dtypeName(w->dtype)) +
-                             "; expected a floating-point dtype (F32, F16, BF16, F8_E4M3, F64)");
+                             "; expected a floating-point dtype (F32, F16, BF16, F64)");
     }
     used.insert(e.name);
   }

@@ -1,5 +1,8 @@
-// The tensors a Llama-family checkpoint (llama, mistral, qwen2) must hold, by
-// HF name and shape, and the check of a WeightStore against them.
+// The Llama tensor table: every tensor a Llama-family checkpoint (llama,
+// mistral, qwen2) may hold, by HF name and shape, and when the config requires
+// it. It is the one place these names and shapes are spelled: the loader
+// checks checkpoints against it (checkLlamaWeights) and the model
+// (src/model/llama_model.cpp) loads its weights through it.
 //
 // Names (N = layer index):
 //   model.embed_tokens.weight                      [vocab_size, hidden_size]
@@ -29,6 +32,40 @@
 
 namespace llmrt {
 
+// One entry per tensor kind; per-layer kinds exist once per layer.
+enum class LlamaTensor : uint8_t {
+  kEmbedTokens,
+  kInputNorm,
+  kQProj,
+  kKProj,
+  kVProj,
+  kOProj,
+  kQBias,
+  kKBias,
+  kVBias,
+  kOBias,
+  kPostNorm,
+  kGateProj,
+  kUpProj,
+  kDownProj,
+  kGateBias,
+  kUpBias,
+  kDownBias,
+  kFinalNorm,
+  kLmHead,
+};
+
+// True when `config` requires tensor `t` (biases per attention_bias /
+// o_proj_bias / mlp_bias, lm_head unless tie_word_embeddings, the rest always).
+bool llamaTensorPresent(LlamaTensor t, const ModelConfig& config);
+// The HF name: "model.norm.weight", or for a per-layer kind
+// "model.layers.<layer>.self_attn.q_proj.weight" (`layer` is ignored for the others).
+std::string llamaTensorName(LlamaTensor t, int64_t layer = 0);
+// The shape `config` requires, e.g. [num_key_value_heads*head_dim, hidden_size] for kKProj.
+Shape llamaTensorShape(LlamaTensor t, const ModelConfig& config);
+// That shape in config terms, e.g. "[num_key_value_heads*head_dim, hidden_size]".
+std::string llamaTensorFormula(LlamaTensor t);
+
 struct ExpectedTensor {
   std::string name;
   Shape shape;
@@ -43,7 +80,8 @@ std::vector<ExpectedTensor> expectedLlamaTensors(const ModelConfig& config);
 
 // Checks that every expected tensor exists, has exactly the expected shape and a
 // floating-point dtype. Errors name the tensor, its shape and the expected shape
-// (NotFound for a missing tensor, InvalidArgument for a wrong shape or dtype).
+// (NotFound for a missing tensor, InvalidArgument for a wrong shape or a
+// non-floating dtype, Unimplemented for I8 / U8 / F8_E4M3: quantized codes).
 // On success returns the names of tensors the model does not use (e.g. a tied
 // checkpoint's lm_head.weight, rotary_emb.inv_freq buffers), sorted.
 Result<std::vector<std::string>> checkLlamaWeights(const ModelConfig& config, const WeightStore& weights);

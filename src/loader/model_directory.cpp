@@ -3,6 +3,7 @@
 #include "core/logging.h"
 #include "core/mapped_file.h"
 #include "loader/config_parser.h"
+#include "loader/json_util.h"
 #include "loader/llama_weights.h"
 
 namespace llmrt {
@@ -26,7 +27,13 @@ Result<ModelDirectory> ModelDirectory::open(const std::string& dir, const ModelD
   const std::string config_path = joinPath(dir, "config.json");
   if (!fileExists(config_path))
     return notFound(config_path + ": missing (every model directory needs config.json)");
-  LLMRT_ASSIGN_OR_RETURN(m.config, loadModelConfig(config_path));
+  // Parsed once for the config and for its quantization_config, which
+  // ModelConfig does not hold.
+  LLMRT_ASSIGN_OR_RETURN(std::string config_text, readTextFile(config_path));
+  LLMRT_ASSIGN_OR_RETURN(Json config_root, detail::parseInputJson(config_text, config_path, kHfJsonLimits));
+  LLMRT_ASSIGN_OR_RETURN(m.config, parseModelConfigJson(config_root, config_path));
+  m.quantization = quantizationFromConfig(config_root, config_path);
+  if (!m.quantization) m.quantization = quantizationFromSideFiles(dir);
 
   const std::string gen_path = joinPath(dir, "generation_config.json");
   if (fileExists(gen_path)) {
@@ -37,6 +44,7 @@ Result<ModelDirectory> ModelDirectory::open(const std::string& dir, const ModelD
   if (fileExists(tok_path)) m.tokenizer_json = tok_path;
 
   LLMRT_ASSIGN_OR_RETURN(m.weights, WeightStore::openDirectory(dir));
+  if (options.reject_quantized) LLMRT_RETURN_IF_ERROR(checkNotQuantized(m.quantization, m.weights));
   if (options.check_weights) {
     LLMRT_ASSIGN_OR_RETURN(m.unused_tensors, checkLlamaWeights(m.config, m.weights));
     if (!m.unused_tensors.empty()) {

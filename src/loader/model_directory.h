@@ -10,6 +10,7 @@
 
 #include "llmrt/model_config.h"
 #include "llmrt/status.h"
+#include "loader/quantization.h"
 #include "loader/weight_store.h"
 
 namespace llmrt {
@@ -17,6 +18,9 @@ namespace llmrt {
 struct ModelDirectoryOptions {
   // Check every expected tensor's presence, shape and dtype (checkLlamaWeights).
   bool check_weights = true;
+  // Refuse a quantized checkpoint (checkNotQuantized): Unimplemented naming the
+  // method and a quantized tensor. Off only to describe one (`llmrt inspect`).
+  bool reject_quantized = true;
 };
 
 struct ModelDirectory {
@@ -24,12 +28,15 @@ struct ModelDirectory {
   ModelConfig config;
   std::optional<GenerationDefaults> generation;  // set when generation_config.json exists
   std::optional<std::string> tokenizer_json;     // path, when tokenizer.json exists
+  // config.json's quantization_config, or quantize_config.json / hf_quant_config.json.
+  std::optional<QuantizationConfig> quantization;
   WeightStore weights;
   std::vector<std::string> unused_tensors;  // filled when weights were checked
 
   // Opens `dir`. Errors: NotFound for a missing directory, config.json or
   // weights; the parsers' errors (naming the file and field) for bad contents;
-  // checkLlamaWeights' errors for missing or misshapen tensors.
+  // Unimplemented for a quantized checkpoint (checkNotQuantized), checked
+  // before checkLlamaWeights' errors for missing or misshapen tensors.
   static Result<ModelDirectory> open(const std::string& dir, const ModelDirectoryOptions& options = {});
 };
 

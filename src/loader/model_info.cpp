@@ -2,16 +2,16 @@
 #include "llmrt/model_info.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/logging.h"
-#include "loader/json_util.h"
 #include "loader/llama_weights.h"
 #include "loader/model_directory.h"
 
 namespace llmrt {
 
 // Insertion-ordered so the JSON report reads in the same order as the text one.
-using Json = nlohmann::ordered_json;
+using ReportJson = nlohmann::ordered_json;
 
 namespace {
 
@@ -105,8 +105,8 @@ std::string describeGeneration(const GenerationDefaults& gd) {
 }
 
 template <typename T>
-Json optionalJson(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
+ReportJson optionalJson(const std::optional<T>& v) {
+  return v ? ReportJson(*v) : ReportJson(nullptr);
 }
 
 }  // namespace
@@ -122,7 +122,8 @@ std::string formatParameterCount(int64_t n) {
 
 Result<ModelInfo> inspectModel(const std::string& dir) {
   ModelDirectoryOptions opts;
-  opts.check_weights = false;  // checked below, so a mismatch is reported rather than fatal
+  opts.check_weights = false;     // checked below, so a mismatch is reported rather than fatal
+  opts.reject_quantized = false;  // likewise: described, and reported as not runnable
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory m, ModelDirectory::open(dir, opts));
   ModelInfo info;
   info.model_dir = dir;
@@ -146,6 +147,12 @@ Result<ModelInfo> inspectModel(const std::string& dir) {
   info.tokenizer_json_path = m.tokenizer_json.value_or("");
   info.generation = m.generation;
 
+  // A quantized checkpoint cannot run: that, not the tensors it lacks, is the report.
+  if (Status q = checkNotQuantized(m.quantization, m.weights); !q.isOk()) {
+    info.weights_valid = false;
+    info.weights_error = q.message();
+    return info;
+  }
   Result<std::vector<std::string>> check = checkLlamaWeights(m.config, m.weights);
   info.weights_valid = check.isOk();
   if (check.isOk()) {
@@ -228,9 +235,9 @@ std::string formatModelInfo(const ModelInfo& info) {
 std::string modelInfoToJson(const ModelInfo& info) {
   const ModelConfig& c = info.config;
   const RopeScaling& r = c.rope_scaling;
-  Json rope = {{"theta", c.rope_theta},
-               {"partial_rotary_factor", c.partial_rotary_factor},
-               {"scaling", std::string(ropeScalingTypeName(r.type))}};
+  ReportJson rope = {{"theta", c.rope_theta},
+                     {"partial_rotary_factor", c.partial_rotary_factor},
+                     {"scaling", std::string(ropeScalingTypeName(r.type))}};
   if (r.type != RopeScalingType::kNone) rope["factor"] = r.factor;
   if (r.original_max_position_embeddings)
     rope["original_max_position_embeddings"] = r.original_max_position_embeddings;
@@ -246,9 +253,9 @@ std::string modelInfoToJson(const ModelInfo& info) {
     rope["mscale_all_dim"] = optionalJson(r.mscale_all_dim);
     rope["truncate"] = r.truncate;
   }
-  Json by_dtype = Json::object();
+  ReportJson by_dtype = ReportJson::object();
   for (const auto& [name, bytes] : info.bytes_by_dtype) by_dtype[name] = bytes;
-  Json gen = nullptr;
+  ReportJson gen = nullptr;
   if (info.generation) {
     const GenerationDefaults& gd = *info.generation;
     gen = {{"do_sample", optionalJson(gd.do_sample)},
@@ -263,7 +270,7 @@ std::string modelInfoToJson(const ModelInfo& info) {
            {"eos_token_ids", gd.eos_token_ids},
            {"pad_token_id", optionalJson(gd.pad_token_id)}};
   }
-  Json j = {
+  ReportJson j = {
       {"model_dir", info.model_dir},
       {"architecture", c.architecture},
       {"model_type", c.model_type},
@@ -298,14 +305,15 @@ std::string modelInfoToJson(const ModelInfo& info) {
       {"weight_files", info.weight_files},
       {"kv_dtype", info.kv_dtype},
       {"kv_bytes_per_token", info.kv_bytes_per_token},
-      {"tokenizer_json", info.has_tokenizer_json ? Json(info.tokenizer_json_path) : Json(nullptr)},
+      {"tokenizer_json",
+       info.has_tokenizer_json ? ReportJson(info.tokenizer_json_path) : ReportJson(nullptr)},
       {"generation_config", gen},
       {"weights_valid", info.weights_valid},
       {"weights_error", info.weights_error},
       {"unused_tensors", info.unused_tensors},
   };
   try {
-    return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+    return j.dump(2, ' ', false, ReportJson::error_handler_t::replace) + "\n";
   } catch (const std::exception&) {
     return std::string("{\"error\": \"cannot format model info\"}\n");
   }

@@ -1,7 +1,6 @@
 #include "loader/safetensors.h"
 
 #include <algorithm>
-#include <set>
 
 #include "core/logging.h"
 #include "loader/json_util.h"
@@ -11,7 +10,6 @@ namespace llmrt {
 namespace {
 
 using detail::Json;
-using detail::jsonForMessage;
 
 constexpr std::string_view kKnownDtypes = "one of F32, F16, BF16, F8_E4M3, F64, I8, U8, I16, I32, I64, BOOL";
 
@@ -36,11 +34,11 @@ std::string offsetsText(uint64_t b, uint64_t e) {
   return s;
 }
 
-Status parseTensorEntry(const std::string& name, const Json& e, uint64_t data_bytes, std::string_view where,
-                        SafetensorsTensorInfo* out) {
-  const std::string tw = std::string(where) + ": tensor '" + name + "'";
+Status parseTensorEntry(const std::string& name, const Json& e, uint64_t data_bytes, uint64_t file_bytes,
+                        std::string_view where, SafetensorsTensorInfo* out) {
+  const std::string tw = std::string(where) + ": tensor '" + printableText(name) + "'";
   if (!e.is_object()) {
-    return headerFieldError(StatusCode::kParseError, where, name, jsonForMessage(e),
+    return headerFieldError(StatusCode::kParseError, where, printableText(name), jsonSnippet(e),
                             "an object with dtype, shape and data_offsets");
   }
   out->name = name;
@@ -49,12 +47,11 @@ Status parseTensorEntry(const std::string& name, const Json& e, uint64_t data_by
   auto dt_it = e.find("dtype");
   if (dt_it == e.end()) return parseError(tw + ": missing field 'dtype'");
   if (!dt_it->is_string()) {
-    return headerFieldError(StatusCode::kParseError, tw, "dtype", jsonForMessage(*dt_it),
-                            "a dtype name string");
+    return headerFieldError(StatusCode::kParseError, tw, "dtype", jsonSnippet(*dt_it), "a dtype name string");
   }
   std::optional<DType> dt = dtypeFromSafetensorsName(dt_it->get_ref<const std::string&>());
   if (!dt) {
-    return headerFieldError(StatusCode::kParseError, tw, "dtype", jsonForMessage(*dt_it),
+    return headerFieldError(StatusCode::kParseError, tw, "dtype", jsonSnippet(*dt_it),
                             std::string(kKnownDtypes) + " (unknown or unsupported dtype)");
   }
   out->dtype = *dt;
@@ -63,19 +60,19 @@ Status parseTensorEntry(const std::string& name, const Json& e, uint64_t data_by
   auto sh_it = e.find("shape");
   if (sh_it == e.end()) return parseError(tw + ": missing field 'shape'");
   if (!sh_it->is_array()) {
-    return headerFieldError(StatusCode::kParseError, tw, "shape", jsonForMessage(*sh_it),
+    return headerFieldError(StatusCode::kParseError, tw, "shape", jsonSnippet(*sh_it),
                             "a list of non-negative integers");
   }
   if (sh_it->size() > static_cast<size_t>(kMaxTensorRank)) {
-    return headerFieldError(StatusCode::kParseError, tw, "shape", jsonForMessage(*sh_it),
+    return headerFieldError(StatusCode::kParseError, tw, "shape", jsonSnippet(*sh_it),
                             "at most " + std::to_string(kMaxTensorRank) + " dimensions");
   }
   uint64_t numel = 1;
   bool numel_overflow = false;
   for (const Json& d : *sh_it) {
-    std::optional<int64_t> v = detail::asInt64(d);
+    std::optional<int64_t> v = jsonInt64(d);
     if (!v || *v < 0) {
-      return headerFieldError(StatusCode::kParseError, tw, "shape", jsonForMessage(*sh_it),
+      return headerFieldError(StatusCode::kParseError, tw, "shape", jsonSnippet(*sh_it),
                               "a list of non-negative integers");
     }
     out->shape.push(*v);
@@ -87,11 +84,11 @@ Status parseTensorEntry(const std::string& name, const Json& e, uint64_t data_by
   if (off_it == e.end()) return parseError(tw + ": missing field 'data_offsets'");
   std::optional<int64_t> b, en;
   if (off_it->is_array() && off_it->size() == 2) {
-    b = detail::asInt64((*off_it)[0]);
-    en = detail::asInt64((*off_it)[1]);
+    b = jsonInt64((*off_it)[0]);
+    en = jsonInt64((*off_it)[1]);
   }
   if (!b || !en || *b < 0 || *en < 0) {
-    return headerFieldError(StatusCode::kParseError, tw, "data_offsets", jsonForMessage(*off_it),
+    return headerFieldError(StatusCode::kParseError, tw, "data_offsets", jsonSnippet(*off_it),
                             "[begin, end] with non-negative integers");
   }
   out->begin = static_cast<uint64_t>(*b);
@@ -101,9 +98,10 @@ Status parseTensorEntry(const std::string& name, const Json& e, uint64_t data_by
     return headerFieldError(StatusCode::kInvalidArgument, tw, "data_offsets", offs, "end >= begin");
   }
   if (out->end > data_bytes) {
-    return headerFieldError(
-        StatusCode::kOutOfRange, tw, "data_offsets", offs,
-        "offsets within the data buffer of " + std::to_string(data_bytes) + " bytes (end beyond the data)");
+    return headerFieldError(StatusCode::kOutOfRange, tw, "data_offsets", offs,
+                            "offsets within the data buffer of " + std::to_string(data_bytes) +
+                                " bytes (end beyond the data: the file is " + std::to_string(file_bytes) +
+                                " bytes; truncated?)");
   }
   uint64_t need = 0;
   if (numel_overflow || __builtin_mul_overflow(numel, static_cast<uint64_t>(dtypeSize(out->dtype)), &need)) {
@@ -143,27 +141,16 @@ Result<SafetensorsHeader> parseSafetensors(std::span<const uint8_t> bytes, std::
   h.data_offset = 8 + h.header_bytes;
   h.data_bytes = size - h.data_offset;
 
-  const char* text = reinterpret_cast<const char*>(bytes.data() + 8);
-  std::set<std::string, std::less<>> seen;
-  std::string duplicate;
-  Json j;
-  try {
-    j = Json::parse(text, text + h.header_bytes, [&](int depth, Json::parse_event_t ev, Json& parsed) {
-      if (depth == 1 && ev == Json::parse_event_t::key && parsed.is_string() && duplicate.empty()) {
-        const std::string& k = parsed.get_ref<const std::string&>();
-        if (!seen.insert(k).second) duplicate = k;
-      }
-      return true;
-    });
-  } catch (const std::exception& e) {
-    return parseError(std::string(where) + ": safetensors header is not valid JSON: " + e.what());
-  }
+  // Tensor names must be unique (as must the fields of an entry); the format's
+  // entries nest three levels deep, so 16 is generous.
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), h.header_bytes);
+  LLMRT_ASSIGN_OR_RETURN(
+      Json j, detail::parseInputJson(
+                  text, std::string(where) + ": safetensors header",
+                  JsonParseLimits{.max_depth = kMaxSafetensorsHeaderDepth, .reject_duplicate_keys = true}));
   if (!j.is_object()) {
     return parseError(std::string(where) + ": safetensors header must be a JSON object; got " +
-                      jsonForMessage(j));
-  }
-  if (!duplicate.empty()) {
-    return parseError(std::string(where) + ": safetensors header names tensor '" + duplicate + "' twice");
+                      jsonSnippet(j));
   }
 
   h.tensors.reserve(j.size());
@@ -172,20 +159,21 @@ Result<SafetensorsHeader> parseSafetensors(std::span<const uint8_t> bytes, std::
       const Json& m = it.value();
       if (m.is_null()) continue;
       if (!m.is_object()) {
-        return headerFieldError(StatusCode::kParseError, where, "__metadata__", jsonForMessage(m),
+        return headerFieldError(StatusCode::kParseError, where, "__metadata__", jsonSnippet(m),
                                 "an object of string values");
       }
       for (auto mit = m.begin(); mit != m.end(); ++mit) {
         if (!mit.value().is_string()) {
-          return headerFieldError(StatusCode::kParseError, where, "__metadata__." + mit.key(),
-                                  jsonForMessage(mit.value()), "a string");
+          return headerFieldError(StatusCode::kParseError, where,
+                                  "__metadata__." + printableText(mit.key()),
+                                  jsonSnippet(mit.value()), "a string");
         }
         h.metadata[mit.key()] = mit.value().get<std::string>();
       }
       continue;
     }
     SafetensorsTensorInfo info;
-    LLMRT_RETURN_IF_ERROR(parseTensorEntry(it.key(), it.value(), h.data_bytes, where, &info));
+    LLMRT_RETURN_IF_ERROR(parseTensorEntry(it.key(), it.value(), h.data_bytes, size, where, &info));
     h.tensors.push_back(std::move(info));
   }
 
@@ -202,13 +190,15 @@ Result<SafetensorsHeader> parseSafetensors(std::span<const uint8_t> bytes, std::
   for (const SafetensorsTensorInfo& t : h.tensors) {
     if (t.begin == t.end) continue;  // empty tensors occupy no bytes
     if (t.begin < cursor) {
-      return invalidArgument(std::string(where) + ": tensors '" + last->name + "' (data_offsets " +
-                             offsetsText(last->begin, last->end) + ") and '" + t.name + "' (data_offsets " +
+      return invalidArgument(std::string(where) + ": tensors '" + printableText(last->name) +
+                             "' (data_offsets " + offsetsText(last->begin, last->end) + ") and '" +
+                             printableText(t.name) + "' (data_offsets " +
                              offsetsText(t.begin, t.end) + ") overlap");
     }
     if (t.begin > cursor) {
       h.warnings.push_back(std::to_string(t.begin - cursor) + " unused bytes at data offsets " +
-                           offsetsText(cursor, t.begin) + " before tensor '" + t.name + "'");
+                           offsetsText(cursor, t.begin) + " before tensor '" + printableText(t.name) +
+                           "'");
     }
     cursor = t.end;
     last = &t;
@@ -240,7 +230,7 @@ const SafetensorsTensorInfo* SafetensorsFile::find(std::string_view name) const 
 
 Result<TensorView> SafetensorsFile::tensor(std::string_view name) const {
   const SafetensorsTensorInfo* info = find(name);
-  if (info == nullptr) return notFound(path() + ": no tensor named '" + std::string(name) + "'");
+  if (info == nullptr) return notFound(path() + ": no tensor named '" + printableText(name) + "'");
   // The mapping is read-only: TensorView's pointer is non-const by type only.
   return TensorView(const_cast<uint8_t*>(dataOf(*info)), info->dtype, info->shape, Device::kCpu);
 }

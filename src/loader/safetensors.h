@@ -28,6 +28,8 @@ namespace llmrt {
 
 // Headers larger than this are rejected as corrupt (the reference implementation's limit).
 constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+// Headers nested deeper than this are rejected (the format needs 3 levels).
+constexpr int kMaxSafetensorsHeaderDepth = 16;
 
 struct SafetensorsTensorInfo {
   std::string name;
@@ -52,9 +54,12 @@ struct SafetensorsHeader {
 // the file in error messages. Checks: the 8-byte length is present, N <= file
 // size - 8 and N <= kMaxSafetensorsHeaderBytes; the header is a JSON object;
 // each entry has dtype (a known name), shape (non-negative integers, rank <=
-// kMaxTensorRank) and data_offsets ([begin, end], begin <= end <= data size);
-// end - begin == numel * dtype size (overflow-checked); no duplicate names;
-// no two tensors overlap. Gaps between tensors are reported in `warnings`.
+// kMaxTensorRank) and data_offsets ([begin, end], begin <= end <= data size:
+// every tensor's bytes lie inside the file, so a file cut short is an error
+// here, never a read past the mapping); end - begin == numel * dtype size
+// (overflow-checked); no duplicate names (nor keys in an entry); nesting at most
+// kMaxSafetensorsHeaderDepth; no two tensors overlap. Gaps between tensors are
+// reported in `warnings`.
 // Errors: ParseError for a malformed header, OutOfRange for offsets beyond the
 // data buffer, InvalidArgument for inconsistent sizes or overlaps.
 Result<SafetensorsHeader> parseSafetensors(std::span<const uint8_t> file_bytes, std::string_view where);
@@ -74,7 +79,6 @@ class SafetensorsFile {
   const std::string& path() const { return file_.path(); }
   const SafetensorsHeader& header() const { return header_; }
   const std::vector<SafetensorsTensorInfo>& tensors() const { return header_.tensors; }
-  uint64_t fileBytes() const { return file_.size(); }
   // Start of the whole mapped file (tensor data lies at data_offset + begin).
   const uint8_t* mappedData() const { return file_.data(); }
 

@@ -5,12 +5,12 @@
 
 #include "core/logging.h"
 #include "core/mapped_file.h"
+#include "loader/config_parser.h"
 #include "loader/json_util.h"
 
 namespace llmrt {
 
 using detail::Json;
-using detail::jsonForMessage;
 
 namespace {
 
@@ -61,27 +61,27 @@ Result<WeightStore> WeightStore::openFile(const std::string& path) {
 
 Result<std::map<std::string, std::string>> WeightStore::parseIndex(std::string_view text,
                                                                    std::string_view where) {
-  LLMRT_ASSIGN_OR_RETURN(Json j, detail::parseJson(text, where));
+  LLMRT_ASSIGN_OR_RETURN(Json j, detail::parseInputJson(text, where, kHfJsonLimits));
   if (!j.is_object())
-    return parseError(std::string(where) + ": expected a JSON object; got " + jsonForMessage(j));
+    return parseError(std::string(where) + ": expected a JSON object; got " + jsonSnippet(j));
   auto wm = j.find("weight_map");
   if (wm == j.end()) return parseError(std::string(where) + ": missing field 'weight_map'");
   if (!wm->is_object() || wm->empty()) {
     return Status(StatusCode::kParseError,
-                  fieldError(where, "weight_map", jsonForMessage(*wm),
+                  fieldError(where, "weight_map", jsonSnippet(*wm),
                              "a non-empty object mapping tensor names to shard file names")
                       .message());
   }
   std::map<std::string, std::string> out;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
-    const std::string field = "weight_map." + it.key();
+    const std::string field = "weight_map." + printableText(it.key());
     if (!it.value().is_string()) {
       return Status(StatusCode::kParseError,
-                    fieldError(where, field, jsonForMessage(it.value()), "a shard file name").message());
+                    fieldError(where, field, jsonSnippet(it.value()), "a shard file name").message());
     }
     std::string shard = it.value().get<std::string>();
     if (!isSafeRelativePath(shard)) {
-      return fieldError(where, field, jsonForMessage(it.value()),
+      return fieldError(where, field, jsonSnippet(it.value()),
                         "a file name relative to the index's directory (no '..', not absolute)");
     }
     out.emplace(it.key(), std::move(shard));
@@ -105,8 +105,9 @@ Result<WeightStore> WeightStore::openIndex(const std::string& index_path) {
     if (!fileExists(path)) {
       auto first = std::find_if(weight_map.begin(), weight_map.end(),
                                 [&](const auto& kv) { return kv.second == shard; });
-      return notFound(index_path + ": weight_map maps tensor '" + first->first + "' to shard '" + shard +
-                      "', but " + path + " does not exist");
+      return notFound(index_path + ": weight_map maps tensor '" + printableText(first->first) +
+                      "' to shard '" + printableText(shard) + "', but " +
+                      printableText(path, 400) + " does not exist");
     }
     LLMRT_ASSIGN_OR_RETURN(SafetensorsFile f, SafetensorsFile::open(path));
     entry.second = s.files_.size();
@@ -119,8 +120,9 @@ Result<WeightStore> WeightStore::openIndex(const std::string& index_path) {
     const SafetensorsFile& f = s.files_[id];
     const SafetensorsTensorInfo* info = f.find(tensor);
     if (info == nullptr) {
-      return notFound(index_path + ": weight_map lists tensor '" + tensor + "' in shard '" + shard +
-                      "', but " + f.path() + " does not contain it");
+      return notFound(index_path + ": weight_map lists tensor '" + printableText(tensor) +
+                      "' in shard '" + printableText(shard) + "', but " + f.path() +
+                      " does not contain it");
     }
     s.addEntry(f, id, *info);
     ++listed_in_shards;
@@ -133,7 +135,8 @@ Result<WeightStore> WeightStore::openIndex(const std::string& index_path) {
         auto it = weight_map.find(info.name);
         if (it == weight_map.end() || shard_ids.at(it->second) != id) {
           LLMRT_LOG_WARNING("%s: tensor '%s' in %s is not listed for that shard in the index; ignored",
-                            index_path.c_str(), info.name.c_str(), s.files_[id].path().c_str());
+                            index_path.c_str(), printableText(info.name).c_str(),
+                            s.files_[id].path().c_str());
         }
       }
     }
@@ -157,7 +160,7 @@ const WeightEntry* WeightStore::find(std::string_view name) const {
 
 Result<TensorView> WeightStore::tensor(std::string_view name) const {
   const WeightEntry* e = find(name);
-  if (e == nullptr) return notFound(source_ + ": no tensor named '" + std::string(name) + "'");
+  if (e == nullptr) return notFound(source_ + ": no tensor named '" + printableText(name) + "'");
   // The mapping is read-only: TensorView's pointer is non-const by type only.
   return TensorView(const_cast<uint8_t*>(e->data), e->dtype, e->shape, Device::kCpu);
 }

@@ -561,6 +561,38 @@ TEST(Config, ValidateDirectly) {
   EXPECT_ERROR_CONTAINS(validateModelConfig(bad), "'eos_token_id' has value 1099511627776");
 }
 
+// `llmrt inspect` used to accept max_position_embeddings 2^34 that `generate`
+// refused at 2^30: the one limit now lives in config validation.
+TEST(Config, SequenceLengthLimitIsTheEngines) {
+  EXPECT_EQ(kMaxSequenceLength, int64_t{1} << 30);
+  Json j = tinyConfig("mistral");
+  j["max_position_embeddings"] = int64_t{1} << 30;
+  EXPECT_EQ(parseOk(j).max_position_embeddings, int64_t{1} << 30);
+  const std::string expected = "an integer between 1 and 1073741824 (2^30, the longest sequence llmrt runs)";
+  for (int64_t v : {(int64_t{1} << 30) + 1, int64_t{1} << 34}) {
+    SCOPED_TRACE(v);
+    j["max_position_embeddings"] = v;
+    auto r = parse(j);
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message(), "config.json: field 'max_position_embeddings' has value " +
+                                        std::to_string(v) + "; expected " + expected);
+  }
+  j["max_position_embeddings"] = 64;
+  j["sliding_window"] = int64_t{1} << 31;
+  EXPECT_ERROR_CONTAINS(parse(j), "'sliding_window' has value 2147483648", expected);
+  Json y = tinyConfig("llama");
+  y["rope_scaling"] = {
+      {"rope_type", "yarn"}, {"factor", 2.0}, {"original_max_position_embeddings", int64_t{1} << 31}};
+  EXPECT_ERROR_CONTAINS(parse(y), "'rope_scaling.original_max_position_embeddings' has value 2147483648",
+                        expected);
+  // The engine checks a user's max_seq_len with the same function and words.
+  EXPECT_TRUE(checkSequenceLength("EngineOptions", "max_seq_len", 4096).isOk());
+  EXPECT_EQ(checkSequenceLength("EngineOptions", "max_seq_len", int64_t{1} << 34).message(),
+            "EngineOptions: field 'max_seq_len' has value 17179869184; expected " + expected);
+  EXPECT_FALSE(checkSequenceLength("EngineOptions", "max_seq_len", 0).isOk());
+}
+
 TEST(Config, MutatedConfigsNeverCrash) {
   std::string good = tinyConfig("qwen2").dump();
   std::mt19937 rng(99);

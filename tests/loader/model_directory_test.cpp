@@ -72,6 +72,31 @@ TEST(LlamaWeights, ExpectedNamesAndShapes) {
   EXPECT_EQ(lt.size(), 1 + 2 * (2 + 4 + 4 + 3 + 3) + 1 + 1u);
 }
 
+// The one Llama tensor table, as the model reads it (src/model/llama_model.cpp).
+TEST(LlamaWeights, TableNamesShapesAndPresence) {
+  ModelConfig q = *parseModelConfig(tinyConfig("qwen2").dump());
+  EXPECT_EQ(llamaTensorName(LlamaTensor::kKBias, 3), "model.layers.3.self_attn.k_proj.bias");
+  EXPECT_EQ(llamaTensorName(LlamaTensor::kLmHead, 3), "lm_head.weight");
+  EXPECT_EQ(llamaTensorName(LlamaTensor::kEmbedTokens), "model.embed_tokens.weight");
+  EXPECT_EQ(llamaTensorShape(LlamaTensor::kOProj, q), (Shape{16, 16}));
+  EXPECT_EQ(llamaTensorShape(LlamaTensor::kKProj, q), (Shape{8, 16}));
+  EXPECT_EQ(llamaTensorShape(LlamaTensor::kDownProj, q), (Shape{16, 24}));
+  EXPECT_EQ(llamaTensorShape(LlamaTensor::kVBias, q), (Shape{8}));
+  EXPECT_EQ(llamaTensorFormula(LlamaTensor::kDownProj), "[hidden_size, intermediate_size]");
+  EXPECT_EQ(llamaTensorFormula(LlamaTensor::kQBias), "[num_attention_heads*head_dim]");
+  EXPECT_TRUE(llamaTensorPresent(LlamaTensor::kQBias, q));
+  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kOBias, q));
+  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kUpBias, q));
+  EXPECT_TRUE(llamaTensorPresent(LlamaTensor::kLmHead, q));
+  Json tied = tinyConfig("llama");
+  tied["tie_word_embeddings"] = true;
+  tied["mlp_bias"] = true;
+  ModelConfig t = *parseModelConfig(tied.dump());
+  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kLmHead, t));
+  EXPECT_TRUE(llamaTensorPresent(LlamaTensor::kDownBias, t));
+  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kKBias, t));
+}
+
 TEST(ModelDirectory, OpensEveryArchitectureSingleAndSharded) {
   for (const char* type : {"llama", "mistral", "qwen2"}) {
     for (int shards : {1, 3}) {

@@ -1,5 +1,5 @@
-// The real checkpoints of ../shared/testdata/models (see its SOURCES.md):
-// tiny llama2.c models converted to HF LlamaForCausalLM, tied embeddings.
+// The real checkpoints of ../shared/testdata/models (see its SOURCES.md): tiny llama2.c models
+// converted to HF LlamaForCausalLM, tied embeddings; and the bundled models/llmrt-tiny (in every clone).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -8,6 +8,7 @@
 #include "loader/llama_weights.h"
 #include "loader/model_directory.h"
 #include "loader_test_util.h"
+#include "test_models.h"
 
 namespace llmrt {
 namespace {
@@ -20,6 +21,8 @@ struct RealModel {
   int64_t params;
   int64_t layers, heads, kv_heads, head_dim, intermediate, max_pos;
   uint64_t kv_bytes_per_token;
+  int64_t vocab = 512, hidden = 64, bos = 1, eos = 2;
+  bool bundled = false;  // models/llmrt-tiny rather than ../shared/testdata/models/NAME
 };
 
 const RealModel kModels[] = {
@@ -28,6 +31,8 @@ const RealModel kModels[] = {
     {"stories260K-hf-bf16", DType::kBF16, 260032, 5, 8, 4, 8, 172, 512, 5 * 2 * 4 * 8 * 2},
     {"llama2xs-tinystories-hf", DType::kF32, 279232, 5, 8, 4, 8, 192, 256, 5 * 2 * 4 * 8 * 4},
     {"aidreams260K-hf", DType::kF32, 230976, 4, 4, 4, 16, 172, 128, 4 * 2 * 4 * 16 * 4},
+    // models/llmrt-tiny/README.md: 12,587,904 parameters, bf16, GQA 6/2 heads of 64, vocabulary 8192.
+    {"llmrt-tiny", DType::kBF16, 12587904, 6, 6, 2, 64, 1024, 512, 6 * 2 * 2 * 64 * 2, 8192, 384, 0, 1, true},
 };
 
 void PrintTo(const RealModel& m, std::ostream* os) { *os << m.name; }
@@ -36,17 +41,17 @@ class RealModelTest : public ::testing::TestWithParam<RealModel> {};
 
 TEST_P(RealModelTest, LoadsAndChecks) {
   const RealModel& rm = GetParam();
-  const std::string dir = sharedModelDir(rm.name);
+  const std::string dir = rm.bundled ? testmodels::bundledDir() : sharedModelDir(rm.name);
   if (dir.empty())
-    GTEST_SKIP() << "shared test data absent: " << LLMRT_SHARED_TESTDATA << "/models/" << rm.name;
+    GTEST_SKIP() << testmodels::sharedAbsent(std::string(LLMRT_SHARED_TESTDATA) + "/models/" + rm.name);
 
   auto m = ModelDirectory::open(dir);
   ASSERT_TRUE(m.isOk()) << m.status().toString();
   const ModelConfig& c = m->config;
   EXPECT_EQ(c.arch, ModelArch::kLlama);
   EXPECT_EQ(c.architecture, "LlamaForCausalLM");
-  EXPECT_EQ(c.vocab_size, 512);
-  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.vocab_size, rm.vocab);
+  EXPECT_EQ(c.hidden_size, rm.hidden);
   EXPECT_EQ(c.num_hidden_layers, rm.layers);
   EXPECT_EQ(c.num_attention_heads, rm.heads);
   EXPECT_EQ(c.num_key_value_heads, rm.kv_heads);
@@ -57,8 +62,8 @@ TEST_P(RealModelTest, LoadsAndChecks) {
   EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
   EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kNone);
   EXPECT_TRUE(c.tie_word_embeddings);
-  EXPECT_EQ(c.bos_token_ids, std::vector<int64_t>{1});
-  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{2});
+  EXPECT_EQ(c.bos_token_ids, std::vector<int64_t>{rm.bos});
+  EXPECT_EQ(c.eos_token_ids, std::vector<int64_t>{rm.eos});
 
   EXPECT_FALSE(m->weights.contains("lm_head.weight"));
   EXPECT_TRUE(m->unused_tensors.empty());
@@ -71,14 +76,14 @@ TEST_P(RealModelTest, LoadsAndChecks) {
 
   ASSERT_TRUE(m->generation.has_value());
   EXPECT_EQ(m->generation->do_sample, std::optional<bool>(false));
-  EXPECT_EQ(m->generation->eos_token_ids, std::vector<int64_t>{2});
+  EXPECT_EQ(m->generation->eos_token_ids, std::vector<int64_t>{rm.eos});
   EXPECT_EQ(m->tokenizer_json, std::optional<std::string>(dir + "/tokenizer.json"));
 
   // Norm weights are finite and not all zero (the mapping really holds the data).
   auto norm = m->weights.tensor("model.norm.weight");
   ASSERT_TRUE(norm.isOk());
   std::vector<float> v = testutil::toF32(*norm);
-  ASSERT_EQ(v.size(), 64u);
+  ASSERT_EQ(v.size(), static_cast<size_t>(rm.hidden));
   double sum = 0;
   for (float x : v) {
     EXPECT_TRUE(std::isfinite(x));
@@ -98,7 +103,7 @@ TEST_P(RealModelTest, LoadsAndChecks) {
   EXPECT_NE(text.find(formatParameterCount(rm.params)), std::string::npos) << text;
 }
 
-INSTANTIATE_TEST_SUITE_P(SharedTestdata, RealModelTest, ::testing::ValuesIn(kModels),
+INSTANTIATE_TEST_SUITE_P(TrainedModels, RealModelTest, ::testing::ValuesIn(kModels),
                          [](const ::testing::TestParamInfo<RealModel>& p) {
                            std::string n = p.param.name;
                            for (char& ch : n)
@@ -111,7 +116,8 @@ TEST(RealModels, ReducedPrecisionCopiesMatchFp32) {
   const std::string f32_dir = sharedModelDir("stories260K-hf");
   const std::string f16_dir = sharedModelDir("stories260K-hf-fp16");
   const std::string bf16_dir = sharedModelDir("stories260K-hf-bf16");
-  if (f32_dir.empty() || f16_dir.empty() || bf16_dir.empty()) GTEST_SKIP() << "shared test data absent";
+  if (f32_dir.empty() || f16_dir.empty() || bf16_dir.empty())
+    GTEST_SKIP() << testmodels::sharedAbsent(std::string(LLMRT_SHARED_TESTDATA) + "/models/stories260K-hf*");
   auto f32 = WeightStore::openDirectory(f32_dir);
   auto f16 = WeightStore::openDirectory(f16_dir);
   auto bf16 = WeightStore::openDirectory(bf16_dir);

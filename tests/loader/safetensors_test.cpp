@@ -159,16 +159,17 @@ TEST(Safetensors, RejectsBadFraming) {
 }
 
 TEST(Safetensors, RejectsBadJson) {
-  EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw("{\"a\": ", "")), "mem.safetensors", "not valid JSON");
+  EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw("{\"a\": ", "")), "mem.safetensors",
+                        "safetensors header: invalid JSON");
   EXPECT_EQ(parseBytes(makeSafetensorsRaw("{\"a\": ", "")).status().code(), StatusCode::kParseError);
   EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw("[1, 2]", "")), "must be a JSON object", "[1,2]");
-  EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw("", "")), "not valid JSON");
-  EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw(std::string("{\"a\"\0:1}", 8), "")), "not valid JSON");
+  EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw("", "")), "safetensors header: invalid JSON");
+  EXPECT_ERROR_CONTAINS(parseBytes(makeSafetensorsRaw(std::string("{\"a\"\0:1}", 8), "")), "invalid JSON");
   EXPECT_ERROR_CONTAINS(
       parseBytes(makeSafetensorsRaw(
           R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
           std::string(8, '\0'))),
-      "names tensor 'a' twice");
+      "mem.safetensors: safetensors header: duplicate key 'a'");
 }
 
 TEST(Safetensors, RejectsBadEntries) {

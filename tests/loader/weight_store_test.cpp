@@ -131,6 +131,30 @@ TEST(WeightStore, ShardedErrors) {
                         "too small");
 }
 
+// A shard cut short (a download that stopped, a file being rewritten): every
+// tensor's byte range is checked against the file size when the file is opened,
+// so reading a mapped tensor never runs past the end of the file (SIGBUS).
+TEST(WeightStore, TruncatedShardIsRefusedAtOpen) {
+  TempDir tmp;
+  std::vector<StTensor> all = someTensors();
+  writeFile(tmp.file("s1.safetensors"), makeSafetensors({all[0], all[1]}));
+  const std::string s2 = makeSafetensors({all[2], all[3]});
+  writeFile(tmp.file("s2.safetensors"), s2.substr(0, s2.size() - 3));
+  writeFile(tmp.file("model.safetensors.index.json"),
+            R"({"weight_map": {"a.weight": "s1.safetensors", "b.weight": "s1.safetensors",
+                               "c.bias": "s2.safetensors", "d.ids": "s2.safetensors"}})");
+  auto s = WeightStore::openDirectory(tmp.path());
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), StatusCode::kOutOfRange);
+  const uint64_t file_size = s2.size() - 3;
+  EXPECT_ERROR_CONTAINS(
+      s, tmp.file("s2.safetensors") + ": tensor 'd.ids'", "field 'data_offsets'",
+      "end beyond the data: the file is " + std::to_string(file_size) + " bytes; truncated?");
+  // Cut inside the first tensor of the file: that tensor is named.
+  writeFile(tmp.file("s2.safetensors"), s2.substr(0, s2.size() - 18));
+  EXPECT_ERROR_CONTAINS(WeightStore::openDirectory(tmp.path()), "tensor 'c.bias'", "truncated?");
+}
+
 TEST(WeightStore, MissingWeights) {
   TempDir tmp;
   auto s = WeightStore::openDirectory(tmp.path());
