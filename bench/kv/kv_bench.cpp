@@ -28,7 +28,7 @@ constexpr int32_t kPopulateBlocks = 100;  // cached prompts: 3200 tokens
 
 class CountingCopier final : public KvBlockCopier {
  public:
-  Status copyBlocks(std::span<const BlockCopy> copies) override {
+  Status copyBlocks(std::span<const KvBlockCopy> copies) override {
     copies_ += copies.size();
     return Status::ok();
   }

@@ -98,7 +98,14 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeat; ++r) {
     size_t n = 0;
     auto start = Clock::now();
-    for (std::string_view d : docs) n += (*tok)->encode(d, add_special).size();
+    for (std::string_view d : docs) {
+      auto ids = (*tok)->encode(d, add_special);
+      if (!ids.isOk()) {
+        std::fprintf(stderr, "%s\n", ids.status().toString().c_str());
+        return 1;
+      }
+      n += ids->size();
+    }
     double s = secondsSince(start);
     best = std::min(best, s);
     tokens = n;

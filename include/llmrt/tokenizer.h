@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "llmrt/status.h"
@@ -45,8 +46,12 @@ class Tokenizer {
   // encode(text, add_special_tokens): as HF Tokenizer.encode(text, add_special_tokens=...).
   // With add_special_tokens the post-processor adds BOS/EOS per its template.
   // Invalid UTF-8 in `text` is first replaced by U+FFFD (as Python's
-  // errors="replace" would).
-  virtual std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const = 0;
+  // errors="replace" would). Fails, naming the tokenizer.json field, when a
+  // regex of the file gives up on the text (kResourceExhausted: PCRE2's match,
+  // depth or heap limit, e.g. a backtracking Split pattern on a long run) or a
+  // Replace normalizer would grow it beyond 16x + 4 KiB.
+  virtual Result<std::vector<TokenId>> encode(std::string_view text,
+                                              bool add_special_tokens = true) const = 0;
   // decode(ids, skip_special_tokens): as HF Tokenizer.decode. Unknown ids are skipped.
   virtual std::string decode(const std::vector<TokenId>& ids, bool skip_special_tokens = false) const = 0;
 
@@ -74,9 +79,14 @@ class Tokenizer {
 // call returns the newly final text, never half a UTF-8 character, and the
 // concatenation of all returned pieces (plus flush()) equals
 // tokenizer.decode(all ids). With `prompt_ids`, the prompt is context only:
-// the pieces are the text the generated ids add after decode(prompt).
-// Text is held back while the decoded window ends in U+FFFD (an incomplete
-// UTF-8 sequence from byte tokens); flush() releases it.
+// the pieces are the text the generated ids add after decode(prompt) (which
+// then equals decode(prompt + ids) minus decode(prompt) whenever the latter is
+// a prefix of the former).
+// Text that a later id can still change is held back: a trailing run of byte
+// tokens (<0xXX>; HF's ByteFallback turns a whole run into U+FFFD when any of
+// its bytes is invalid, so even valid characters of an open run may change),
+// and text that ends in U+FFFD (an incomplete UTF-8 sequence). flush()
+// releases it.
 class StreamDecoder {
  public:
   StreamDecoder(const Tokenizer& tokenizer, bool skip_special_tokens = false,
@@ -86,14 +96,20 @@ class StreamDecoder {
   std::string flush();
 
  private:
+  // What an id contributes to decode(): visible text, a byte-fallback byte
+  // (joins the run before it), or nothing (skipped, unknown, or empty).
+  enum class Kind : uint8_t { kText, kByte, kHidden };
+  Kind classify(TokenId id);
   std::string advance(bool final);
 
   const Tokenizer& tok_;
   bool skip_special_;
-  std::vector<TokenId> ids_;  // ids from prefix_offset_ on (older ones are dropped)
-  size_t prefix_offset_ = 0;  // start of the window decoded for context
-  size_t read_offset_ = 0;    // ids before this are already emitted
-  std::string prefix_text_;   // decode(ids_[prefix_offset_, read_offset_))
+  std::vector<TokenId> ids_;                      // the decode context, then the ids not yet emitted
+  std::vector<Kind> kinds_;                       // classify() of each of ids_
+  std::unordered_map<TokenId, Kind> kind_cache_;  // classify() by id, as ids repeat
+  size_t read_offset_ = 0;                        // ids_ before this are already emitted (the context)
+  size_t text_end_ = 0;      // ids_ up to this end with a text id (the most that may be emitted)
+  std::string prefix_text_;  // decode(ids_[0, read_offset_))
 };
 
 }  // namespace llmrt

@@ -23,24 +23,30 @@ struct BpeModel::WordScratch {
 
 namespace {
 
-// Reads a merge entry: "a b" (exactly one space) or ["a", "b"].
-Status readMerge(const Json& m, const JsonPath& at, std::string& a, std::string& b) {
+// Reads a merge entry: "a b" (exactly one space) or ["a", "b"]; false when it is neither.
+bool readMerge(const Json& m, std::string& a, std::string& b) {
   if (m.is_string()) {
     const std::string& s = m.get_ref<const std::string&>();
     size_t sp = s.find(' ');
-    if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-      return jsonError(at, m, "a merge \"left right\" with exactly one space");
+    if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) return false;
     a = s.substr(0, sp);
     b = s.substr(sp + 1);
-    return Status::ok();
+    return true;
   }
   if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
     a = m[0].get<std::string>();
     b = m[1].get<std::string>();
-    return Status::ok();
+    return true;
   }
+  return false;
+}
+
+Status mergeError(const Json& m, const JsonPath& at) {
+  if (m.is_string()) return jsonError(at, m, "a merge \"left right\" with exactly one space");
   return jsonError(at, m, "a merge \"left right\" or a pair [left, right] of strings");
 }
+
+constexpr int64_t kMaxTokenId = int64_t{1} << 28;
 
 constexpr std::string_view kMeta = "\xE2\x96\x81";  // U+2581, SentencePiece's word boundary
 
@@ -62,7 +68,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::fromJson(const Json& j, const JsonPa
     double p = d->get<double>();
     if (p < 0.0 || p > 1.0) return jsonError(at.key("dropout"), *d, "null or a number in [0, 1]");
     if (p > 0.0)
-      LLMRT_LOG_WARNING("%s: BPE dropout %g ignored (encoding is deterministic)", at.source.c_str(), p);
+      LLMRT_LOG_WARNING("%s: BPE dropout %g ignored (encoding is deterministic)", at.source().c_str(), p);
   }
   LLMRT_ASSIGN_OR_RETURN(std::string unk, jsonString(j, "unk_token", at, std::string()));
   LLMRT_ASSIGN_OR_RETURN(m->prefix_, jsonString(j, "continuing_subword_prefix", at, std::string()));
@@ -71,45 +77,62 @@ Result<std::unique_ptr<BpeModel>> BpeModel::fromJson(const Json& j, const JsonPa
   LLMRT_ASSIGN_OR_RETURN(m->byte_fallback_, jsonBool(j, "byte_fallback", at, false));
   LLMRT_ASSIGN_OR_RETURN(m->ignore_merges_, jsonBool(j, "ignore_merges", at, false));
 
+  const JsonPath vocab_at = at.key("vocab");
   const Json* vocab = jsonFind(j, "vocab");
-  if (vocab == nullptr) return jsonMissing(at.key("vocab"), "an object mapping tokens to ids");
-  if (!vocab->is_object()) return jsonError(at.key("vocab"), *vocab, "an object mapping tokens to ids");
+  if (vocab == nullptr) return jsonMissing(vocab_at, "an object mapping tokens to ids");
+  if (!vocab->is_object()) return jsonError(vocab_at, *vocab, "an object mapping tokens to ids");
   m->vocab_.reserve(vocab->size());
   int64_t max_id = -1;
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
     const Json& v = it.value();
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (1 << 28))
-      return jsonError(at.key("vocab").key(it.key()), v, "a token id in [0, 2^28]");
+    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(kMaxTokenId)
+                                                 : v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                                                       v.get<int64_t>() <= kMaxTokenId;
+    if (!in_range) return jsonError(vocab_at.key(it.key()), v, "a token id in [0, 2^28]");
     int64_t id = v.get<int64_t>();
     m->vocab_.insert(it.key(), static_cast<int32_t>(id));
     max_id = std::max(max_id, id);
   }
-  m->id_to_token_.resize(static_cast<size_t>(max_id + 1));
-  m->has_id_.assign(static_cast<size_t>(max_id + 1), false);
+  // The id -> token table is dense when the ids nearly fill [0, max id], as in
+  // every real vocabulary; otherwise sparse, so that memory follows the tokens
+  // present and not the largest id (HF accepts gaps: its table is a hash map).
+  const size_t count = m->vocab_.size();
+  m->dense_ids_ = max_id < 0 || static_cast<uint64_t>(max_id) < 2 * static_cast<uint64_t>(count) + 1024;
+  if (m->dense_ids_) {
+    m->id_to_token_.resize(static_cast<size_t>(max_id + 1));
+    m->has_id_.assign(static_cast<size_t>(max_id + 1), false);
+  } else {
+    m->sparse_id_to_token_.reserve(count);
+  }
   m->vocab_.forEach([&](std::string_view tok, int32_t id) {
-    m->id_to_token_[id] = std::string(tok);
-    m->has_id_[id] = true;
+    if (m->dense_ids_) {
+      m->id_to_token_[id] = std::string(tok);
+      m->has_id_[id] = true;
+    } else {
+      m->sparse_id_to_token_[id] = std::string(tok);
+    }
   });
 
   const Json* merges = jsonFind(j, "merges");
   if (merges != nullptr) {
-    if (!merges->is_array()) return jsonError(at.key("merges"), *merges, "an array of merges");
+    const JsonPath merges_at = at.key("merges");
+    if (!merges->is_array()) return jsonError(merges_at, *merges, "an array of merges");
     m->merges_.reserve(merges->size());
     std::string a, b;
     uint32_t rank = 0;
     for (size_t i = 0; i < merges->size(); ++i) {
       const Json& e = (*merges)[i];
       if (e.is_string() && e.get_ref<const std::string&>().rfind("#version", 0) == 0) continue;
-      JsonPath mat = at.key("merges").index(i);
-      LLMRT_RETURN_IF_ERROR(readMerge(e, mat, a, b));
+      // The path of an entry is only built for an error (there may be 300k merges).
+      if (!readMerge(e, a, b)) return mergeError(e, merges_at.index(i));
       int32_t ia = m->vocab_.find(a), ib = m->vocab_.find(b);
       std::string merged = a + (b.size() >= m->prefix_.size() ? b.substr(m->prefix_.size()) : std::string());
       int32_t inew = m->vocab_.find(merged);
       if (ia < 0 || ib < 0 || inew < 0) {
         std::string missing = ia < 0 ? a : ib < 0 ? b : merged;
-        return jsonError(mat, e,
+        return jsonError(merges_at.index(i), e,
                          "a merge of vocabulary tokens whose concatenation is in the vocabulary ('" +
-                             missing + "' is not)");
+                             boundedText(missing) + "' is not)");
       }
       m->merges_.insert(ia, ib, PairMap::Value{rank++, inew});
     }
@@ -119,7 +142,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::fromJson(const Json& j, const JsonPa
     m->unk_id_ = m->vocab_.find(unk);
     if (m->unk_id_ < 0)
       LLMRT_LOG_WARNING("%s: unk_token '%s' is not in the vocabulary; unknown characters are dropped",
-                        at.source.c_str(), unk.c_str());
+                        at.source().c_str(), boundedText(unk).c_str());
   }
   for (int b = 0; b < 256; ++b) {
     char buf[8];
@@ -160,6 +183,10 @@ std::optional<TokenId> BpeModel::tokenToId(std::string_view token) const {
 }
 
 const std::string* BpeModel::idToToken(TokenId id) const {
+  if (!dense_ids_) {
+    auto it = sparse_id_to_token_.find(id);
+    return it == sparse_id_to_token_.end() ? nullptr : &it->second;
+  }
   if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || !has_id_[id]) return nullptr;
   return &id_to_token_[id];
 }

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "llmrt/status.h"
@@ -41,10 +42,6 @@ class BpeModel {
   // The vocabulary string of `id`, or nullptr.
   const std::string* idToToken(TokenId id) const;
   size_t vocabSize() const { return vocab_.size(); }
-  template <typename F>
-  void forEachToken(F&& fn) const {
-    vocab_.forEach(fn);
-  }
 
  private:
   struct Symbol {
@@ -65,8 +62,12 @@ class BpeModel {
   void tokenizeCached(std::string_view word, bool raw_bytes, std::vector<TokenId>& out) const;
 
   StringIdMap vocab_;  // token string -> id
+  // id -> token: a table indexed by id when the ids are (nearly) contiguous,
+  // else a hash map (memory follows the tokens present, not the largest id).
+  bool dense_ids_ = true;
   std::vector<std::string> id_to_token_;
   std::vector<bool> has_id_;
+  std::unordered_map<int32_t, std::string> sparse_id_to_token_;
   PairMap merges_;
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;

@@ -7,26 +7,45 @@
 namespace llmrt::tok {
 namespace {
 
+size_t totalSize(const std::vector<std::string>& tokens) {
+  size_t n = 0;
+  for (const std::string& t : tokens) n += t.size();
+  return n;
+}
+
 class SequenceDecoder : public Decoder {
  public:
-  explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
-    for (const auto& d : steps_) d->decodeChain(tokens);
+  SequenceDecoder(std::vector<std::unique_ptr<Decoder>> steps, std::string where)
+      : steps_(std::move(steps)), where_(std::move(where)) {}
+  Status decodeChain(std::vector<std::string>& tokens) const override {
+    // Each Replace is bounded on its own; the bound on the whole chain keeps
+    // one step's growth from feeding the next.
+    const size_t max_size = maxRewrittenSize(totalSize(tokens) + tokens.size());
+    for (const auto& d : steps_) {
+      LLMRT_RETURN_IF_ERROR(d->decodeChain(tokens));
+      if (totalSize(tokens) > max_size)
+        return Status(StatusCode::kResourceExhausted, where_ + ": the decoders grow the text past " +
+                                                          std::to_string(max_size) +
+                                                          " bytes (16x + 4 KiB, the bound on a rewrite)");
+    }
+    return Status::ok();
   }
 
  private:
   std::vector<std::unique_ptr<Decoder>> steps_;
+  std::string where_;
 };
 
 // Characters back to bytes; a token with a character outside the alphabet
 // keeps its UTF-8 bytes. The whole result is repaired as lossy UTF-8.
 class ByteLevelDecoder : public Decoder {
  public:
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     std::string bytes;
     for (const std::string& t : tokens)
       if (!byteLevelDecode(t, bytes)) bytes += t;
     tokens.assign(1, isValidUtf8(bytes) ? std::move(bytes) : utf8Lossy(bytes));
+    return Status::ok();
   }
 };
 
@@ -34,7 +53,7 @@ class ByteLevelDecoder : public Decoder {
 // U+FFFD per byte.
 class ByteFallbackDecoder : public Decoder {
  public:
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     std::vector<std::string> out;
     out.reserve(tokens.size());
     std::string run;
@@ -61,6 +80,7 @@ class ByteFallbackDecoder : public Decoder {
     }
     flush();
     tokens = std::move(out);
+    return Status::ok();
   }
 
  private:
@@ -80,17 +100,18 @@ class ByteFallbackDecoder : public Decoder {
 
 class FuseDecoder : public Decoder {
  public:
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     std::string all;
     for (const std::string& t : tokens) all += t;
     tokens.assign(1, std::move(all));
+    return Status::ok();
   }
 };
 
 class StripDecoder : public Decoder {
  public:
   StripDecoder(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     for (std::string& t : tokens) {
       std::vector<std::pair<size_t, char32_t>> chars;  // byte offset, code point
       size_t i = 0;
@@ -117,6 +138,7 @@ class StripDecoder : public Decoder {
       size_t to = stop_cut < chars.size() ? chars[stop_cut].first : t.size();
       t = t.substr(from, to - from);
     }
+    return Status::ok();
   }
 
  private:
@@ -127,8 +149,19 @@ class StripDecoder : public Decoder {
 class ReplaceDecoder : public Decoder {
  public:
   ReplaceDecoder(Pattern p, std::string content) : pattern_(std::move(p)), content_(std::move(content)) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
-    for (std::string& t : tokens) t = pattern_.replaceAll(t, content_);
+  Status decodeChain(std::vector<std::string>& tokens) const override {
+    // Bounded over the whole list too, not only token by token.
+    const size_t max_size = maxRewrittenSize(totalSize(tokens));
+    size_t total = 0;
+    for (std::string& t : tokens) {
+      LLMRT_ASSIGN_OR_RETURN(t, pattern_.replaceAll(t, content_));
+      total += t.size();
+      if (total > max_size)
+        return Status(StatusCode::kResourceExhausted, "a Replace decoder grows the text past " +
+                                                          std::to_string(max_size) +
+                                                          " bytes (16x + 4 KiB, the bound on a rewrite)");
+    }
+    return Status::ok();
   }
 
  private:
@@ -140,7 +173,7 @@ class MetaspaceDecoder : public Decoder {
  public:
   MetaspaceDecoder(char32_t replacement, bool drop_first)
       : replacement_(replacement), drop_first_(drop_first) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     for (size_t k = 0; k < tokens.size(); ++k) {
       const std::string& t = tokens[k];
       std::string out;
@@ -158,6 +191,7 @@ class MetaspaceDecoder : public Decoder {
       }
       tokens[k] = std::move(out);
     }
+    return Status::ok();
   }
 
  private:
@@ -183,7 +217,7 @@ std::string replaceAllLiteral(std::string s, std::string_view from, std::string_
 class WordPieceDecoder : public Decoder {
  public:
   WordPieceDecoder(std::string prefix, bool cleanup) : prefix_(std::move(prefix)), cleanup_(cleanup) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string& t = tokens[i];
       if (i != 0) {
@@ -207,6 +241,7 @@ class WordPieceDecoder : public Decoder {
         for (const auto& [from, to] : kRules) t = replaceAllLiteral(std::move(t), from, to);
       }
     }
+    return Status::ok();
   }
 
  private:
@@ -217,9 +252,10 @@ class WordPieceDecoder : public Decoder {
 class BpeSuffixDecoder : public Decoder {
  public:
   explicit BpeSuffixDecoder(std::string suffix) : suffix_(std::move(suffix)) {}
-  void decodeChain(std::vector<std::string>& tokens) const override {
+  Status decodeChain(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = replaceAllLiteral(std::move(tokens[i]), suffix_, i + 1 == tokens.size() ? "" : " ");
+    return Status::ok();
   }
 
  private:
@@ -228,20 +264,22 @@ class BpeSuffixDecoder : public Decoder {
 
 }  // namespace
 
-Result<std::unique_ptr<Decoder>> parseDecoder(const Json& j, const JsonPath& at) {
+Result<std::unique_ptr<Decoder>> parseDecoder(const Json& j, const JsonPath& at, int nesting) {
   if (!j.is_object()) return jsonError(at, j, "a decoder object");
   LLMRT_ASSIGN_OR_RETURN(std::string type, jsonString(j, "type", at));
   if (type == "Sequence") {
+    if (nesting >= kMaxSequenceNesting) return nestingError(at, "decoders");
+    const JsonPath list_at = at.key("decoders");
     const Json* list = jsonFind(j, "decoders");
     if (list == nullptr || !list->is_array())
-      return list == nullptr ? jsonMissing(at.key("decoders"), "an array of decoders")
-                             : jsonError(at.key("decoders"), *list, "an array of decoders");
+      return list == nullptr ? jsonMissing(list_at, "an array of decoders")
+                             : jsonError(list_at, *list, "an array of decoders");
     std::vector<std::unique_ptr<Decoder>> steps;
     for (size_t i = 0; i < list->size(); ++i) {
-      LLMRT_ASSIGN_OR_RETURN(auto d, parseDecoder((*list)[i], at.key("decoders").index(i)));
+      LLMRT_ASSIGN_OR_RETURN(auto d, parseDecoder((*list)[i], list_at.index(i), nesting + 1));
       steps.push_back(std::move(d));
     }
-    return std::unique_ptr<Decoder>(new SequenceDecoder(std::move(steps)));
+    return std::unique_ptr<Decoder>(new SequenceDecoder(std::move(steps), at.source() + ": " + at.path()));
   }
   if (type == "ByteLevel") return std::unique_ptr<Decoder>(new ByteLevelDecoder());
   if (type == "ByteFallback") return std::unique_ptr<Decoder>(new ByteFallbackDecoder());
@@ -286,7 +324,7 @@ Result<std::unique_ptr<Decoder>> parseDecoder(const Json& j, const JsonPath& at)
     return std::unique_ptr<Decoder>(new BpeSuffixDecoder(std::move(suffix)));
   }
   return Status(StatusCode::kUnimplemented,
-                fieldError(at.source, at.key("type").path, "\"" + type + "\"",
+                fieldError(at.source(), at.key("type").path(), jsonSnippet(Json(type)),
                            "a supported decoder (Sequence, ByteLevel, ByteFallback, Fuse, Strip, Replace, "
                            "Metaspace, WordPiece, BPEDecoder)")
                     .message());

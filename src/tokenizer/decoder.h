@@ -16,9 +16,13 @@ namespace llmrt::tok {
 class Decoder {
  public:
   virtual ~Decoder() = default;
-  virtual void decodeChain(std::vector<std::string>& tokens) const = 0;
+  // Maps the token strings in place. Fails only when a Replace regex gives up
+  // (see Regex::find).
+  virtual Status decodeChain(std::vector<std::string>& tokens) const = 0;
 };
 
-Result<std::unique_ptr<Decoder>> parseDecoder(const Json& j, const JsonPath& at);
+// Parses a "decoder" object; `nesting` counts the enclosing Sequences (at most
+// kMaxSequenceNesting).
+Result<std::unique_ptr<Decoder>> parseDecoder(const Json& j, const JsonPath& at, int nesting = 0);
 
 }  // namespace llmrt::tok

@@ -26,7 +26,7 @@ class HfTokenizer final : public Tokenizer {
  public:
   static Result<std::unique_ptr<HfTokenizer>> fromJsonValue(const Json& root, std::string_view source);
 
-  std::vector<TokenId> encode(std::string_view text, bool add_special_tokens = true) const override;
+  Result<std::vector<TokenId>> encode(std::string_view text, bool add_special_tokens = true) const override;
   std::string decode(const std::vector<TokenId>& ids, bool skip_special_tokens = false) const override;
   size_t vocabSize() const override { return vocab_size_; }
   std::optional<TokenId> tokenToId(std::string_view token) const override;
@@ -38,7 +38,6 @@ class HfTokenizer final : public Tokenizer {
 
   // True when the model takes raw bytes (a byte-level tokenizer whose
   // ByteLevel step is the last pre-tokenizer); exposed for tests.
-  bool rawByteModelInput() const { return raw_byte_input_; }
 
  private:
   struct Truncation {
@@ -52,10 +51,17 @@ class HfTokenizer final : public Tokenizer {
     bool left = false;
     TokenId pad_id = 0;
   };
+  // The longest padded sequence a file may ask for: 2^20 tokens, far beyond
+  // any model's context. Padding applies on every encode, so a larger Fixed
+  // length or multiple would allocate gigabytes per call; it is a load error.
+  static constexpr int64_t kMaxPaddedLength = int64_t{1} << 20;
 
   Status loadAddedTokens(const Json& list, const JsonPath& at);
-  void encodeSegment(std::string_view raw, bool at_origin, std::vector<TokenId>& ids) const;
-  void encodeWords(std::string_view text, bool at_origin, std::vector<TokenId>& ids) const;
+  Status loadPadding(const Json& pd, const JsonPath& at);
+  // Every id the post-processor and the padding can emit must be in the vocabulary.
+  Status checkEmittedIds(const std::vector<EmittedId>& emitted) const;
+  Status encodeSegment(std::string_view raw, bool at_origin, std::vector<TokenId>& ids) const;
+  Status encodeWords(std::string_view text, bool at_origin, std::vector<TokenId>& ids) const;
   // The string decode() gives `id` (before the decoder), or nullptr.
   const std::string* decodeString(TokenId id, bool& special) const;
 

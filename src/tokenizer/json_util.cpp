@@ -1,40 +1,72 @@
 #include "tokenizer/json_util.h"
 
+#include <cstdio>
+#include <vector>
+
 #include "tokenizer/unicode.h"
 
 namespace llmrt::tok {
 
+JsonPath::JsonPath(std::string source) : source_(std::make_shared<const std::string>(std::move(source))) {}
+
 JsonPath JsonPath::key(std::string_view k) const {
-  return {source, path.empty() ? std::string(k) : path + "." + std::string(k)};
+  auto n = std::make_shared<Node>();
+  n->parent = node_;
+  n->key = std::string(k);
+  n->depth = depth() + 1;
+  return JsonPath(source_, std::move(n));
 }
 
-JsonPath JsonPath::index(size_t i) const { return {source, path + "[" + std::to_string(i) + "]"}; }
+JsonPath JsonPath::index(size_t i) const {
+  auto n = std::make_shared<Node>();
+  n->parent = node_;
+  n->index = i;
+  n->is_index = true;
+  n->depth = depth() + 1;
+  return JsonPath(source_, std::move(n));
+}
 
-std::string jsonSnippet(const Json& v) {
-  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (s.size() > 120) s = s.substr(0, 117) + "...";
-  return s;
+std::string JsonPath::path() const {
+  if (!node_) return "<root>";
+  std::vector<const Node*> chain;
+  for (const Node* n = node_.get(); n != nullptr; n = n->parent.get()) chain.push_back(n);
+  std::string p;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node* n = *it;
+    if (n->is_index) {
+      p += '[';
+      p += std::to_string(n->index);
+      p += ']';
+    } else {
+      if (!p.empty()) p += '.';
+      p += boundedText(n->key);
+    }
+  }
+  return p;
 }
 
 Status jsonError(const JsonPath& at, const Json& v, std::string_view expected) {
-  return Status(StatusCode::kParseError, fieldError(at.source, at.path, jsonSnippet(v), expected).message());
+  return jsonValueError(at.source(), at.path(), v, expected, StatusCode::kParseError);
 }
 
 Status jsonMissing(const JsonPath& at, std::string_view expected) {
   return Status(StatusCode::kParseError,
-                at.source + ": field '" + at.path + "' is missing; expected " + std::string(expected));
+                at.source() + ": field '" + at.path() + "' is missing; expected " + std::string(expected));
 }
 
-const Json* jsonFind(const Json& obj, std::string_view key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
+Status jsonFieldError(const JsonPath& at, std::string_view what) {
+  return Status(StatusCode::kParseError, at.source() + ": field '" + at.path() + "' " + std::string(what));
+}
+
+Status nestingError(const JsonPath& at, std::string_view component) {
+  return jsonFieldError(at, "nests Sequence " + std::string(component) + " more than " +
+                                std::to_string(kMaxSequenceNesting) + " levels deep; expected at most " +
+                                std::to_string(kMaxSequenceNesting) + " nested Sequences");
 }
 
 Result<std::string> jsonString(const Json& obj, std::string_view key, const JsonPath& at,
                                std::optional<std::string> fallback) {
-  const Json* v = jsonFind(obj, key);
+  const Json* v = jsonMemberNonNull(obj, key);
   if (v == nullptr) {
     if (fallback) return *fallback;
     return jsonMissing(at.key(key), "a string");
@@ -45,7 +77,7 @@ Result<std::string> jsonString(const Json& obj, std::string_view key, const Json
 
 Result<bool> jsonBool(const Json& obj, std::string_view key, const JsonPath& at,
                       std::optional<bool> fallback) {
-  const Json* v = jsonFind(obj, key);
+  const Json* v = jsonMemberNonNull(obj, key);
   if (v == nullptr) {
     if (fallback) return *fallback;
     return jsonMissing(at.key(key), "true or false");
@@ -56,18 +88,19 @@ Result<bool> jsonBool(const Json& obj, std::string_view key, const JsonPath& at,
 
 Result<int64_t> jsonInt(const Json& obj, std::string_view key, const JsonPath& at,
                         std::optional<int64_t> fallback) {
-  const Json* v = jsonFind(obj, key);
+  const Json* v = jsonMemberNonNull(obj, key);
   if (v == nullptr) {
     if (fallback) return *fallback;
     return jsonMissing(at.key(key), "an integer");
   }
-  if (!v->is_number_integer()) return jsonError(at.key(key), *v, "an integer");
-  return v->get<int64_t>();
+  const std::optional<int64_t> i = jsonInt64(*v);
+  if (!i) return jsonError(at.key(key), *v, "an integer that fits in 64 bits");
+  return *i;
 }
 
 Result<char32_t> jsonChar(const Json& obj, std::string_view key, const JsonPath& at,
                           std::optional<char32_t> fallback) {
-  const Json* v = jsonFind(obj, key);
+  const Json* v = jsonMemberNonNull(obj, key);
   if (v == nullptr) {
     if (fallback) return *fallback;
     return jsonMissing(at.key(key), "a one-character string");

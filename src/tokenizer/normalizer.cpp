@@ -11,19 +11,34 @@ namespace {
 
 class SequenceNormalizer : public Normalizer {
  public:
-  explicit SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps) : steps_(std::move(steps)) {}
-  void normalize(std::string& s) const override {
-    for (const auto& n : steps_) n->normalize(s);
+  SequenceNormalizer(std::vector<std::unique_ptr<Normalizer>> steps, std::string where)
+      : steps_(std::move(steps)), where_(std::move(where)) {}
+  Status normalize(std::string& s) const override {
+    // Each Replace is bounded on its own; the bound on the whole chain keeps
+    // one step's growth from feeding the next.
+    const size_t max_size = maxRewrittenSize(s.size());
+    for (const auto& n : steps_) {
+      LLMRT_RETURN_IF_ERROR(n->normalize(s));
+      if (s.size() > max_size)
+        return Status(StatusCode::kResourceExhausted, where_ + ": the normalizers grow a text past " +
+                                                          std::to_string(max_size) +
+                                                          " bytes (16x + 4 KiB, the bound on a rewrite)");
+    }
+    return Status::ok();
   }
 
  private:
   std::vector<std::unique_ptr<Normalizer>> steps_;
+  std::string where_;
 };
 
 class UnicodeNormalizer : public Normalizer {
  public:
   explicit UnicodeNormalizer(NormForm form) : form_(form) {}
-  void normalize(std::string& s) const override { s = normalizeUnicode(s, form_); }
+  Status normalize(std::string& s) const override {
+    s = normalizeUnicode(s, form_);
+    return Status::ok();
+  }
 
  private:
   NormForm form_;
@@ -31,14 +46,18 @@ class UnicodeNormalizer : public Normalizer {
 
 class LowercaseNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override { s = toLowerUnicode(s); }
+  Status normalize(std::string& s) const override {
+    s = toLowerUnicode(s);
+    return Status::ok();
+  }
 };
 
 class PrependNormalizer : public Normalizer {
  public:
   explicit PrependNormalizer(std::string p) : prepend_(std::move(p)) {}
-  void normalize(std::string& s) const override {
+  Status normalize(std::string& s) const override {
     if (!s.empty()) s.insert(0, prepend_);
+    return Status::ok();
   }
 
  private:
@@ -48,7 +67,10 @@ class PrependNormalizer : public Normalizer {
 class ReplaceNormalizer : public Normalizer {
  public:
   ReplaceNormalizer(Pattern p, std::string content) : pattern_(std::move(p)), content_(std::move(content)) {}
-  void normalize(std::string& s) const override { s = pattern_.replaceAll(s, content_); }
+  Status normalize(std::string& s) const override {
+    LLMRT_ASSIGN_OR_RETURN(s, pattern_.replaceAll(s, content_));
+    return Status::ok();
+  }
 
  private:
   Pattern pattern_;
@@ -58,7 +80,7 @@ class ReplaceNormalizer : public Normalizer {
 class StripNormalizer : public Normalizer {
  public:
   StripNormalizer(bool left, bool right) : left_(left), right_(right) {}
-  void normalize(std::string& s) const override {
+  Status normalize(std::string& s) const override {
     size_t b = 0, e = s.size();
     if (left_) {
       while (b < e) {
@@ -77,6 +99,7 @@ class StripNormalizer : public Normalizer {
       }
     }
     s = s.substr(b, e - b);
+    return Status::ok();
   }
 
  private:
@@ -98,14 +121,17 @@ std::string removeChars(std::string_view s, Pred drop) {
 
 class StripAccentsNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override { s = removeChars(s, isMark); }
+  Status normalize(std::string& s) const override {
+    s = removeChars(s, isMark);
+    return Status::ok();
+  }
 };
 
 class BertNormalizer : public Normalizer {
  public:
   BertNormalizer(bool clean, bool chinese, bool strip_accents, bool lower)
       : clean_(clean), chinese_(chinese), strip_accents_(strip_accents), lower_(lower) {}
-  void normalize(std::string& s) const override {
+  Status normalize(std::string& s) const override {
     if (clean_ || chinese_) {
       std::string out;
       out.reserve(s.size());
@@ -132,6 +158,7 @@ class BertNormalizer : public Normalizer {
     }
     if (strip_accents_) s = removeChars(normalizeUnicode(s, NormForm::kNFD), isNonspacingMark);
     if (lower_) s = toLowerUnicode(s);
+    return Status::ok();
   }
 
  private:
@@ -140,25 +167,31 @@ class BertNormalizer : public Normalizer {
 
 class ByteLevelNormalizer : public Normalizer {
  public:
-  void normalize(std::string& s) const override { s = byteLevelEncode(s); }
+  Status normalize(std::string& s) const override {
+    s = byteLevelEncode(s);
+    return Status::ok();
+  }
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Normalizer>> parseNormalizer(const Json& j, const JsonPath& at) {
+Result<std::unique_ptr<Normalizer>> parseNormalizer(const Json& j, const JsonPath& at, int nesting) {
   if (!j.is_object()) return jsonError(at, j, "a normalizer object");
   LLMRT_ASSIGN_OR_RETURN(std::string type, jsonString(j, "type", at));
   if (type == "Sequence") {
+    if (nesting >= kMaxSequenceNesting) return nestingError(at, "normalizers");
+    const JsonPath list_at = at.key("normalizers");
     const Json* list = jsonFind(j, "normalizers");
     if (list == nullptr || !list->is_array())
-      return list == nullptr ? jsonMissing(at.key("normalizers"), "an array of normalizers")
-                             : jsonError(at.key("normalizers"), *list, "an array of normalizers");
+      return list == nullptr ? jsonMissing(list_at, "an array of normalizers")
+                             : jsonError(list_at, *list, "an array of normalizers");
     std::vector<std::unique_ptr<Normalizer>> steps;
     for (size_t i = 0; i < list->size(); ++i) {
-      LLMRT_ASSIGN_OR_RETURN(auto n, parseNormalizer((*list)[i], at.key("normalizers").index(i)));
+      LLMRT_ASSIGN_OR_RETURN(auto n, parseNormalizer((*list)[i], list_at.index(i), nesting + 1));
       steps.push_back(std::move(n));
     }
-    return std::unique_ptr<Normalizer>(new SequenceNormalizer(std::move(steps)));
+    return std::unique_ptr<Normalizer>(
+        new SequenceNormalizer(std::move(steps), at.source() + ": " + at.path()));
   }
   if (type == "NFC") return std::unique_ptr<Normalizer>(new UnicodeNormalizer(NormForm::kNFC));
   if (type == "NFD") return std::unique_ptr<Normalizer>(new UnicodeNormalizer(NormForm::kNFD));
@@ -192,7 +225,7 @@ Result<std::unique_ptr<Normalizer>> parseNormalizer(const Json& j, const JsonPat
   }
   return Status(
       StatusCode::kUnimplemented,
-      fieldError(at.source, at.key("type").path, "\"" + type + "\"",
+      fieldError(at.source(), at.key("type").path(), jsonSnippet(Json(type)),
                  "a supported normalizer (Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, "
                  "Strip, StripAccents, BertNormalizer, ByteLevel)")
           .message());

@@ -14,10 +14,12 @@ namespace llmrt::tok {
 class Normalizer {
  public:
   virtual ~Normalizer() = default;
-  virtual void normalize(std::string& s) const = 0;
+  // Rewrites `s`. Fails only when a Replace regex gives up (see Regex::find).
+  virtual Status normalize(std::string& s) const = 0;
 };
 
-// Parses a "normalizer" object; `at` locates it for errors.
-Result<std::unique_ptr<Normalizer>> parseNormalizer(const Json& j, const JsonPath& at);
+// Parses a "normalizer" object; `at` locates it for errors. `nesting` counts
+// the enclosing Sequences (at most kMaxSequenceNesting).
+Result<std::unique_ptr<Normalizer>> parseNormalizer(const Json& j, const JsonPath& at, int nesting = 0);
 
 }  // namespace llmrt::tok

@@ -1,5 +1,6 @@
 #include "tokenizer/post_processor.h"
 
+#include <cstdint>
 #include <map>
 #include <sstream>
 
@@ -103,20 +104,42 @@ Result<std::vector<TemplateItem>> parseTemplate(const Json& t, const JsonPath& a
   return items;
 }
 
-Result<std::unique_ptr<PostProcessor>> parseTemplateProcessing(const Json& j, const JsonPath& at) {
+// A non-negative integer that fits a TokenId (checked before the narrowing cast).
+bool isTokenId(const Json& x) {
+  if (x.is_number_unsigned()) return x.get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX);
+  return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT32_MAX;
+}
+
+Result<std::unique_ptr<PostProcessor>> parseTemplateProcessing(const Json& j, const JsonPath& at,
+                                                               std::vector<EmittedId>& emitted) {
   std::map<std::string, std::vector<TokenId>> specials;
   if (const Json* st = jsonFind(j, "special_tokens")) {
-    if (!st->is_object()) return jsonError(at.key("special_tokens"), *st, "an object");
+    const JsonPath st_at = at.key("special_tokens");
+    if (!st->is_object()) return jsonError(st_at, *st, "an object");
     for (auto it = st->begin(); it != st->end(); ++it) {
-      JsonPath sat = at.key("special_tokens").key(it.key());
+      const JsonPath sat = st_at.key(it.key());
       const Json* ids = jsonFind(it.value(), "ids");
       if (ids == nullptr || !ids->is_array())
         return jsonError(sat, it.value(), "{\"id\": ..., \"ids\": [...]}");
+      // HF requires one token string per id.
+      const Json* tokens = jsonFind(it.value(), "tokens");
+      if (tokens != nullptr && (!tokens->is_array() || tokens->size() != ids->size()))
+        return jsonError(
+            sat.key("tokens"), *tokens,
+            "an array of " + std::to_string(ids->size()) + " token strings, one per id in 'ids'");
       std::vector<TokenId> v;
-      for (const Json& x : *ids) {
-        if (!x.is_number_integer() || x.get<int64_t>() < 0)
-          return jsonError(sat.key("ids"), *ids, "token ids");
+      const JsonPath ids_at = sat.key("ids");
+      for (size_t k = 0; k < ids->size(); ++k) {
+        const Json& x = (*ids)[k];
+        if (!isTokenId(x)) return jsonError(ids_at.index(k), x, "a token id");
         v.push_back(static_cast<TokenId>(x.get<int64_t>()));
+        std::string token;
+        if (tokens != nullptr) {
+          const Json& t = (*tokens)[k];
+          if (!t.is_string()) return jsonError(sat.key("tokens").index(k), t, "a token string");
+          token = t.get<std::string>();
+        }
+        emitted.push_back(EmittedId{v.back(), ids_at.index(k), std::move(token)});
       }
       std::string name = it.key();
       if (const Json* idj = jsonFind(it.value(), "id"); idj != nullptr && idj->is_string())
@@ -137,47 +160,53 @@ Result<std::unique_ptr<PostProcessor>> parseTemplateProcessing(const Json& j, co
     auto sp = specials.find(it.name);
     if (sp == specials.end())
       return jsonError(at.key("single"), *single,
-                       "special tokens listed in special_tokens ('" + it.name + "' is not)");
+                       "special tokens listed in special_tokens ('" + boundedText(it.name) + "' is not)");
     auto& dst = seen_sequence ? suffix : prefix;
     dst.insert(dst.end(), sp->second.begin(), sp->second.end());
   }
   return std::unique_ptr<PostProcessor>(new AffixProcessor(std::move(prefix), std::move(suffix)));
 }
 
-Result<TokenId> readIdPair(const Json& j, std::string_view key, const JsonPath& at) {
+Result<TokenId> readIdPair(const Json& j, std::string_view key, const JsonPath& at,
+                           std::vector<EmittedId>& emitted) {
   const Json* p = jsonFind(j, key);
   if (p == nullptr) return jsonMissing(at.key(key), "a [token, id] pair");
-  if (!p->is_array() || p->size() != 2 || !(*p)[1].is_number_integer())
+  if (!p->is_array() || p->size() != 2 || !(*p)[0].is_string() || !isTokenId((*p)[1]))
     return jsonError(at.key(key), *p, "a [token, id] pair");
-  return static_cast<TokenId>((*p)[1].get<int64_t>());
+  const auto id = static_cast<TokenId>((*p)[1].get<int64_t>());
+  emitted.push_back(EmittedId{id, at.key(key).index(1), (*p)[0].get<std::string>()});
+  return id;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<PostProcessor>> parsePostProcessor(const Json& j, const JsonPath& at) {
+Result<std::unique_ptr<PostProcessor>> parsePostProcessor(const Json& j, const JsonPath& at,
+                                                          std::vector<EmittedId>& emitted, int nesting) {
   if (!j.is_object()) return jsonError(at, j, "a post_processor object");
   LLMRT_ASSIGN_OR_RETURN(std::string type, jsonString(j, "type", at));
-  if (type == "TemplateProcessing") return parseTemplateProcessing(j, at);
+  if (type == "TemplateProcessing") return parseTemplateProcessing(j, at, emitted);
   if (type == "ByteLevel") return std::unique_ptr<PostProcessor>(new AffixProcessor({}, {}));
   if (type == "BertProcessing" || type == "RobertaProcessing") {
-    LLMRT_ASSIGN_OR_RETURN(TokenId cls, readIdPair(j, "cls", at));
-    LLMRT_ASSIGN_OR_RETURN(TokenId sep, readIdPair(j, "sep", at));
+    LLMRT_ASSIGN_OR_RETURN(TokenId cls, readIdPair(j, "cls", at, emitted));
+    LLMRT_ASSIGN_OR_RETURN(TokenId sep, readIdPair(j, "sep", at, emitted));
     return std::unique_ptr<PostProcessor>(new AffixProcessor({cls}, {sep}));
   }
   if (type == "Sequence") {
+    if (nesting >= kMaxSequenceNesting) return nestingError(at, "post-processors");
+    const JsonPath list_at = at.key("processors");
     const Json* list = jsonFind(j, "processors");
     if (list == nullptr || !list->is_array())
-      return list == nullptr ? jsonMissing(at.key("processors"), "an array of post-processors")
-                             : jsonError(at.key("processors"), *list, "an array of post-processors");
+      return list == nullptr ? jsonMissing(list_at, "an array of post-processors")
+                             : jsonError(list_at, *list, "an array of post-processors");
     std::vector<std::unique_ptr<PostProcessor>> steps;
     for (size_t i = 0; i < list->size(); ++i) {
-      LLMRT_ASSIGN_OR_RETURN(auto p, parsePostProcessor((*list)[i], at.key("processors").index(i)));
+      LLMRT_ASSIGN_OR_RETURN(auto p, parsePostProcessor((*list)[i], list_at.index(i), emitted, nesting + 1));
       steps.push_back(std::move(p));
     }
     return std::unique_ptr<PostProcessor>(new SequenceProcessor(std::move(steps)));
   }
   return Status(StatusCode::kUnimplemented,
-                fieldError(at.source, at.key("type").path, "\"" + type + "\"",
+                fieldError(at.source(), at.key("type").path(), jsonSnippet(Json(type)),
                            "a supported post-processor (TemplateProcessing, ByteLevel, BertProcessing, "
                            "RobertaProcessing, Sequence)")
                     .message());

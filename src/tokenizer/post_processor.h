@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "llmrt/status.h"
@@ -22,6 +23,19 @@ class PostProcessor {
   virtual std::vector<TokenId> suffixIds() const = 0;
 };
 
-Result<std::unique_ptr<PostProcessor>> parsePostProcessor(const Json& j, const JsonPath& at);
+// An id the post-processor can emit, with the field that names it and the
+// token the file gives for it (empty when none): the loader checks each
+// against the vocabulary once the added tokens are known.
+struct EmittedId {
+  TokenId id;
+  JsonPath field;
+  std::string token;
+};
+
+// Parses a "post_processor" object, appending every id it can emit to
+// `emitted`. `nesting` counts the enclosing Sequences (at most
+// kMaxSequenceNesting).
+Result<std::unique_ptr<PostProcessor>> parsePostProcessor(const Json& j, const JsonPath& at,
+                                                          std::vector<EmittedId>& emitted, int nesting = 0);
 
 }  // namespace llmrt::tok

@@ -68,19 +68,21 @@ void splitBySpans(const Piece& in, const std::vector<Span>& spans, SplitBehavior
 namespace {
 
 // Spans of a regex / literal pattern over `text`: matches and the gaps between them.
-void patternSpans(const Pattern& p, std::string_view text, bool invert, std::vector<Span>& spans) {
+Status patternSpans(const Pattern& p, std::string_view text, bool invert, std::vector<Span>& spans) {
   spans.clear();
   if (text.empty()) {
     spans.push_back({0, 0, false});
-    return;
+    return Status::ok();
   }
   size_t prev = 0;
-  p.forEachMatch(text, [&](size_t s, size_t e) {
+  auto add = [&](size_t s, size_t e) {
     if (prev != s) spans.push_back({prev, s, invert});
     spans.push_back({s, e, !invert});
     prev = e;
-  });
+  };
+  LLMRT_RETURN_IF_ERROR(p.forEachMatch(text, add));
   if (prev != text.size()) spans.push_back({prev, text.size(), invert});
+  return Status::ok();
 }
 
 // Spans of a per-character predicate: every matching character is its own
@@ -123,22 +125,24 @@ class SplitStep : public PreTokenizer {
  public:
   SplitStep(Pattern p, SplitBehavior b, bool invert)
       : pattern_(std::move(p)), behavior_(b), invert_(invert) {}
-  void split(const Piece& in, std::vector<Piece>& out, PieceArena&) const override {
+  Status split(const Piece& in, std::vector<Piece>& out, PieceArena&) const override {
     if (!invert_ && (behavior_ == SplitBehavior::kIsolated || behavior_ == SplitBehavior::kRemoved)) {
       // Fast path: no span list needed.
       size_t prev = 0;
       const bool keep_matches = behavior_ == SplitBehavior::kIsolated;
-      pattern_.forEachMatch(in.text, [&](size_t s, size_t e) {
+      auto cut = [&](size_t s, size_t e) {
         if (prev != s) out.push_back(Piece{in.text.substr(prev, s - prev), in.at_origin && prev == 0});
         if (keep_matches && e > s) out.push_back(Piece{in.text.substr(s, e - s), in.at_origin && s == 0});
         prev = e;
-      });
+      };
+      LLMRT_RETURN_IF_ERROR(pattern_.forEachMatch(in.text, cut));
       if (prev < in.text.size()) out.push_back(Piece{in.text.substr(prev), in.at_origin && prev == 0});
-      return;
+      return Status::ok();
     }
     thread_local std::vector<Span> spans;
-    patternSpans(pattern_, in.text, invert_, spans);
+    LLMRT_RETURN_IF_ERROR(patternSpans(pattern_, in.text, invert_, spans));
     splitBySpans(in, spans, behavior_, out);
+    return Status::ok();
   }
 
  private:
@@ -150,10 +154,11 @@ class SplitStep : public PreTokenizer {
 class CharSplitStep : public PreTokenizer {
  public:
   CharSplitStep(std::function<bool(char32_t)> pred, SplitBehavior b) : pred_(std::move(pred)), behavior_(b) {}
-  void split(const Piece& in, std::vector<Piece>& out, PieceArena&) const override {
+  Status split(const Piece& in, std::vector<Piece>& out, PieceArena&) const override {
     thread_local std::vector<Span> spans;
     charSpans(in.text, pred_, spans);
     splitBySpans(in, spans, behavior_, out);
+    return Status::ok();
   }
 
  private:
@@ -166,7 +171,7 @@ class ByteLevelSplit : public PreTokenizer {
  public:
   ByteLevelSplit(bool add_prefix_space, bool use_regex, const Pattern* gpt2)
       : add_prefix_space_(add_prefix_space), use_regex_(use_regex), gpt2_(gpt2) {}
-  void split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const override {
+  Status split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const override {
     Piece p = in;
     if (add_prefix_space_ && (p.text.empty() || p.text[0] != ' ')) {
       std::string spaced;
@@ -177,15 +182,17 @@ class ByteLevelSplit : public PreTokenizer {
     }
     if (!use_regex_) {
       out.push_back(p);
-      return;
+      return Status::ok();
     }
     size_t prev = 0;
-    gpt2_->forEachMatch(p.text, [&](size_t s, size_t e) {
+    auto cut = [&](size_t s, size_t e) {
       if (prev != s) out.push_back(Piece{p.text.substr(prev, s - prev), p.at_origin && prev == 0});
       if (e > s) out.push_back(Piece{p.text.substr(s, e - s), p.at_origin && s == 0});
       prev = e;
-    });
+    };
+    LLMRT_RETURN_IF_ERROR(gpt2_->forEachMatch(p.text, cut));
     if (prev < p.text.size()) out.push_back(Piece{p.text.substr(prev), p.at_origin && prev == 0});
+    return Status::ok();
   }
 
  private:
@@ -196,8 +203,9 @@ class ByteLevelSplit : public PreTokenizer {
 // ByteLevel, second half: bytes to the GPT-2 alphabet.
 class ByteLevelMap : public PreTokenizer {
  public:
-  void split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const override {
+  Status split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const override {
     out.push_back(Piece{arena.keep(byteLevelEncode(in.text)), in.at_origin});
+    return Status::ok();
   }
   bool isByteMapping() const override { return true; }
 };
@@ -208,7 +216,7 @@ class MetaspaceStep : public PreTokenizer {
  public:
   MetaspaceStep(char32_t replacement, PrependScheme scheme, bool split)
       : replacement_(replacement), rep_(toUtf8(replacement)), scheme_(scheme), split_(split) {}
-  void split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const override {
+  Status split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const override {
     std::string s;
     s.reserve(in.text.size() + 8);
     for (char c : in.text) {
@@ -223,12 +231,13 @@ class MetaspaceStep : public PreTokenizer {
     Piece p{arena.keep(std::move(s)), in.at_origin};
     if (!split_) {
       if (!p.text.empty()) out.push_back(p);
-      return;
+      return Status::ok();
     }
     thread_local std::vector<Span> spans;
     charSpans(
         p.text, [this](char32_t c) { return c == replacement_; }, spans);
     splitBySpans(p, spans, SplitBehavior::kMergedWithNext, out);
+    return Status::ok();
   }
 
  private:
@@ -241,7 +250,7 @@ class MetaspaceStep : public PreTokenizer {
 const Pattern& gpt2Pattern() {
   static const Pattern p = [] {
     Json j = {{"Regex", std::string(kGpt2SplitPattern)}};
-    return std::move(Pattern::fromJson(j, JsonPath{"builtin", "gpt2"})).value();
+    return std::move(Pattern::fromJson(j, JsonPath("builtin").key("gpt2"))).value();
   }();
   return p;
 }
@@ -249,23 +258,25 @@ const Pattern& gpt2Pattern() {
 const Pattern& whitespacePattern() {
   static const Pattern p = [] {
     Json j = {{"Regex", "\\w+|[^\\w\\s]+"}};
-    return std::move(Pattern::fromJson(j, JsonPath{"builtin", "whitespace"})).value();
+    return std::move(Pattern::fromJson(j, JsonPath("builtin").key("whitespace"))).value();
   }();
   return p;
 }
 
 }  // namespace
 
-Status parsePreTokenizer(const Json& j, const JsonPath& at,
-                         std::vector<std::unique_ptr<PreTokenizer>>& steps) {
+Status parsePreTokenizer(const Json& j, const JsonPath& at, std::vector<std::unique_ptr<PreTokenizer>>& steps,
+                         int nesting) {
   if (!j.is_object()) return jsonError(at, j, "a pre_tokenizer object");
   LLMRT_ASSIGN_OR_RETURN(std::string type, jsonString(j, "type", at));
   if (type == "Sequence") {
+    if (nesting >= kMaxSequenceNesting) return nestingError(at, "pre-tokenizers");
+    const JsonPath list_at = at.key("pretokenizers");
     const Json* list = jsonFind(j, "pretokenizers");
-    if (list == nullptr) return jsonMissing(at.key("pretokenizers"), "an array of pre-tokenizers");
-    if (!list->is_array()) return jsonError(at.key("pretokenizers"), *list, "an array of pre-tokenizers");
+    if (list == nullptr) return jsonMissing(list_at, "an array of pre-tokenizers");
+    if (!list->is_array()) return jsonError(list_at, *list, "an array of pre-tokenizers");
     for (size_t i = 0; i < list->size(); ++i)
-      LLMRT_RETURN_IF_ERROR(parsePreTokenizer((*list)[i], at.key("pretokenizers").index(i), steps));
+      LLMRT_RETURN_IF_ERROR(parsePreTokenizer((*list)[i], list_at.index(i), steps, nesting + 1));
     return Status::ok();
   }
   if (type == "ByteLevel") {
@@ -340,7 +351,7 @@ Status parsePreTokenizer(const Json& j, const JsonPath& at,
     return Status::ok();
   }
   return Status(StatusCode::kUnimplemented,
-                fieldError(at.source, at.key("type").path, "\"" + type + "\"",
+                fieldError(at.source(), at.key("type").path(), jsonSnippet(Json(type)),
                            "a supported pre-tokenizer (Sequence, ByteLevel, Split, Metaspace, Punctuation, "
                            "Digits, Whitespace, WhitespaceSplit, BertPreTokenizer, CharDelimiterSplit)")
                     .message());

@@ -50,15 +50,17 @@ void splitBySpans(const Piece& in, const std::vector<Span>& spans, SplitBehavior
 class PreTokenizer {
  public:
   virtual ~PreTokenizer() = default;
-  // Appends the pieces `in` splits into to `out`.
-  virtual void split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const = 0;
+  // Appends the pieces `in` splits into to `out`. Fails only when a Split
+  // regex gives up on the text (see Regex::find).
+  virtual Status split(const Piece& in, std::vector<Piece>& out, PieceArena& arena) const = 0;
   // True for the step that maps bytes to the GPT-2 alphabet (ByteLevel).
   virtual bool isByteMapping() const { return false; }
 };
 
 // Parses a "pre_tokenizer" object into a flat list of steps (Sequences are
 // flattened; ByteLevel becomes a split step and a byte-mapping step).
-Status parsePreTokenizer(const Json& j, const JsonPath& at,
-                         std::vector<std::unique_ptr<PreTokenizer>>& steps);
+// `nesting` counts the enclosing Sequences (at most kMaxSequenceNesting).
+Status parsePreTokenizer(const Json& j, const JsonPath& at, std::vector<std::unique_ptr<PreTokenizer>>& steps,
+                         int nesting = 0);
 
 }  // namespace llmrt::tok

@@ -5,6 +5,7 @@
 #endif
 #include <pcre2.h>
 
+#include "tokenizer/json_util.h"
 #include "tokenizer/unicode.h"
 
 namespace llmrt::tok {
@@ -22,7 +23,7 @@ struct ThreadMatchState {
   pcre2_jit_stack* stack = nullptr;
   ThreadMatchState() {
     data = pcre2_match_data_create(1, nullptr);
-    context = pcre2_match_context_create(nullptr);
+    context = pcre2_match_context_create(nullptr);  // PCRE2's default match / depth / heap limits
     stack = pcre2_jit_stack_create(64 * 1024, 8 * 1024 * 1024, nullptr);
     if (stack != nullptr) pcre2_jit_stack_assign(context, nullptr, stack);
   }
@@ -157,11 +158,12 @@ Result<Regex> Regex::compile(std::string_view pattern, std::string_view where) {
   if (code == nullptr) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof(buf));
-    return parseError(std::string(where) + ": invalid regex '" + std::string(pattern) +
+    return parseError(std::string(where) + ": invalid regex '" + boundedText(pattern, 120) +
                       "': " + reinterpret_cast<const char*>(buf) + " at offset " + std::to_string(err_off));
   }
   Regex re;
   re.pattern_ = std::string(pattern);
+  re.where_ = std::string(where);
   re.jit_ = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
   re.code_ = std::shared_ptr<void>(code, [](void* c) { pcre2_code_free(static_cast<pcre2_code*>(c)); });
   return re;
@@ -171,7 +173,18 @@ size_t Regex::nextCharLen(std::string_view text, size_t i) {
   return utf8SeqLen(static_cast<uint8_t>(text[i]));
 }
 
-bool Regex::find(std::string_view text, size_t start, size_t& mstart, size_t& mend) const {
+Status Regex::matchError(int rc, size_t text_size) const {
+  PCRE2_UCHAR buf[256];
+  if (pcre2_get_error_message(rc, buf, sizeof(buf)) < 0) buf[0] = 0;
+  const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+                     rc == PCRE2_ERROR_HEAPLIMIT || rc == PCRE2_ERROR_NOMEMORY ||
+                     rc == PCRE2_ERROR_JIT_STACKLIMIT;
+  return Status(limit ? StatusCode::kResourceExhausted : StatusCode::kInternal,
+                where_ + ": regex matching failed on a " + std::to_string(text_size) + "-byte text: " +
+                    reinterpret_cast<const char*>(buf) + " (PCRE2 error " + std::to_string(rc) + ")");
+}
+
+Result<bool> Regex::find(std::string_view text, size_t start, size_t& mstart, size_t& mend) const {
   ThreadMatchState& st = threadState();
   auto* code = static_cast<pcre2_code*>(code_.get());
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
@@ -179,12 +192,15 @@ bool Regex::find(std::string_view text, size_t start, size_t& mstart, size_t& me
   if (jit_) {
     rc = pcre2_jit_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, st.data, st.context);
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
-      rc =
-          pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, st.data, nullptr);
+      rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, st.data,
+                       st.context);
   } else {
-    rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, st.data, nullptr);
+    rc = pcre2_match(code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, st.data, st.context);
   }
-  if (rc < 0) return false;
+  if (rc == PCRE2_ERROR_NOMATCH) return false;
+  // rc == 0 would mean the ovector is too small for the groups; the whole
+  // match (pair 0) is still set, which is all that is read here.
+  if (rc < 0) return matchError(rc, text.size());
   PCRE2_SIZE* ov = pcre2_get_ovector_pointer(st.data);
   mstart = ov[0];
   mend = ov[1];

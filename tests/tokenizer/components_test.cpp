@@ -59,8 +59,8 @@ TEST(Regex, OnigClassesTranslated) {
   ASSERT_TRUE(re.isOk());
   size_t s, e;
   // U+180E is whitespace for PCRE2's \s but not for Oniguruma's (HF's engine).
-  EXPECT_FALSE(re->find("\xE1\xA0\x8E", 0, s, e));
-  EXPECT_TRUE(re->find("a\xE3\x80\x80", 0, s, e));  // ideographic space
+  EXPECT_FALSE(re->find("\xE1\xA0\x8E", 0, s, e).value());
+  EXPECT_TRUE(re->find("a\xE3\x80\x80", 0, s, e).value());  // ideographic space
   EXPECT_EQ(s, 1u);
   EXPECT_FALSE(tok::Regex::compile("(unclosed", "test").isOk());
 }
@@ -70,7 +70,7 @@ TEST(Regex, OnigClassesTranslated) {
 TEST(ByteFallback, EncodesUnknownCharactersAsBytesAndDecodesThem) {
   const Tokenizer& t = synthetic("sp_metaspace_first");  // decoder: Replace, ByteFallback, Fuse, Strip
   // "€" is not in the synthetic vocabulary: three byte tokens.
-  std::vector<TokenId> ids = t.encode("\xE2\x82\xAC", false);
+  std::vector<TokenId> ids = encodeOk(t, "\xE2\x82\xAC", false);
   std::vector<TokenId> want = {idOf(t, "\xE2\x96\x81"), idOf(t, "<0xE2>"), idOf(t, "<0x82>"),
                                idOf(t, "<0xAC>")};
   EXPECT_EQ(ids, want);
@@ -83,16 +83,16 @@ TEST(Unknown, FusedAndUnfused) {
   const Tokenizer& fused = synthetic("sp_unk_fused");
   const Tokenizer& unfused = synthetic("sp_unk_unfused");
   TokenId unk = idOf(fused, "<unk>");
-  std::vector<TokenId> f = fused.encode("\xE2\x82\xAC\xE2\x82\xAC", false);  // "▁€€": ▁ then one fused unk
+  std::vector<TokenId> f = encodeOk(fused, "\xE2\x82\xAC\xE2\x82\xAC", false);  // "▁€€": ▁ then one fused unk
   EXPECT_EQ(f, (std::vector<TokenId>{idOf(fused, "\xE2\x96\x81"), unk}));
-  std::vector<TokenId> u = unfused.encode("\xE2\x82\xAC\xE2\x82\xAC", false);
+  std::vector<TokenId> u = encodeOk(unfused, "\xE2\x82\xAC\xE2\x82\xAC", false);
   EXPECT_EQ(u, (std::vector<TokenId>{idOf(unfused, "\xE2\x96\x81"), unk, unk}));
 }
 
 TEST(Normalizer, NfcBeforeTheModel) {
   const Tokenizer* qwen = cachedTokenizer(sharedPath("tokenizers/qwen2-family/tokenizer.json"));
   if (qwen == nullptr) GTEST_SKIP() << "shared Qwen tokenizer absent";
-  EXPECT_EQ(qwen->encode("Cafe\xCC\x81", false), qwen->encode("Caf\xC3\xA9", false));
+  EXPECT_EQ(encodeOk(*qwen, "Cafe\xCC\x81", false), encodeOk(*qwen, "Caf\xC3\xA9", false));
 }
 
 // ---- Metaspace prepend schemes ----------------------------------------------
@@ -106,20 +106,20 @@ TEST(Metaspace, PrependSchemes) {
   const Tokenizer& first = synthetic("sp_metaspace_first_split");
   const Tokenizer& never = synthetic("sp_metaspace_never");
   // "always": every segment, also the one after a special token, gets "▁".
-  std::vector<TokenId> a = always.encode("the<s>the", false);
+  std::vector<TokenId> a = encodeOk(always, "the<s>the", false);
   EXPECT_EQ(first_token(always, a, 0), meta + "the");
   EXPECT_EQ(first_token(always, a, 1), "<s>");
   EXPECT_EQ(first_token(always, a, 2), meta + "the");
   // "first": only the segment at the start of the text.
-  std::vector<TokenId> f = first.encode("the<s>the", false);
+  std::vector<TokenId> f = encodeOk(first, "the<s>the", false);
   EXPECT_EQ(first_token(first, f, 0), meta + "the");
   EXPECT_EQ(first_token(first, f, 2).rfind(meta, 0), std::string::npos);
   // "never": no "▁" is added.
-  std::vector<TokenId> n = never.encode("the", false);
+  std::vector<TokenId> n = encodeOk(never, "the", false);
   EXPECT_EQ(first_token(never, n, 0).rfind(meta, 0), std::string::npos);
   // The Metaspace decoder drops the first token's "▁" unless the scheme is "never".
-  EXPECT_EQ(always.decode(always.encode("the cat", false)), "the cat");
-  EXPECT_EQ(never.decode(never.encode(" the", false)), " the");
+  EXPECT_EQ(always.decode(encodeOk(always, "the cat", false)), "the cat");
+  EXPECT_EQ(never.decode(encodeOk(never, " the", false)), " the");
 }
 
 // ---- added tokens -------------------------------------------------------------
@@ -128,16 +128,16 @@ TEST(AddedTokens, LstripRstripAndSingleWord) {
   const Tokenizer& t = synthetic("sp_added_flags");
   TokenId mask = idOf(t, "<mask>");
   // <mask> has lstrip and rstrip: the spaces around it belong to it.
-  std::vector<TokenId> ids = t.encode("a <mask> b", false);
-  std::vector<TokenId> want = t.encode("a", false);
+  std::vector<TokenId> ids = encodeOk(t, "a <mask> b", false);
+  std::vector<TokenId> want = encodeOk(t, "a", false);
   want.push_back(mask);
   want.push_back(idOf(t, "b"));
   EXPECT_EQ(ids, want);
   // [SEP] is single_word: inside a word it is plain text.
   TokenId sep = idOf(t, "[SEP]");
-  std::vector<TokenId> inside = t.encode("x[SEP]y", false);
+  std::vector<TokenId> inside = encodeOk(t, "x[SEP]y", false);
   EXPECT_EQ(std::count(inside.begin(), inside.end(), sep), 0);
-  std::vector<TokenId> alone = t.encode("x [SEP] y", false);
+  std::vector<TokenId> alone = encodeOk(t, "x [SEP] y", false);
   EXPECT_EQ(std::count(alone.begin(), alone.end(), sep), 1);
   // Non-special added tokens survive skip_special_tokens; special ones do not.
   EXPECT_FALSE(t.isSpecial(sep));
@@ -149,7 +149,7 @@ TEST(AddedTokens, LstripRstripAndSingleWord) {
 TEST(AddedTokens, SpecialTokensMatchedBeforeTheModel) {
   const Tokenizer* l3 = cachedTokenizer(sharedPath("tokenizers/llama3/tokenizer.json"));
   if (l3 == nullptr) GTEST_SKIP() << "shared Llama-3 tokenizer absent";
-  std::vector<TokenId> ids = l3->encode("<|begin_of_text|>Hi<|eot_id|>", false);
+  std::vector<TokenId> ids = encodeOk(*l3, "<|begin_of_text|>Hi<|eot_id|>", false);
   ASSERT_EQ(ids.size(), 3u);
   EXPECT_EQ(ids[0], 128000);
   EXPECT_EQ(ids[2], 128009);
@@ -164,8 +164,8 @@ TEST(PostProcessor, TemplateAddsBosAndEos) {
   EXPECT_EQ(t.specialPrefixIds(), (std::vector<TokenId>{1}));
   EXPECT_EQ(t.specialSuffixIds(), (std::vector<TokenId>{2}));
   EXPECT_EQ(t.bosId(), std::optional<TokenId>(1));
-  std::vector<TokenId> plain = t.encode("hello", false);
-  std::vector<TokenId> with = t.encode("hello", true);
+  std::vector<TokenId> plain = encodeOk(t, "hello", false);
+  std::vector<TokenId> with = encodeOk(t, "hello", true);
   ASSERT_EQ(with.size(), plain.size() + 2);
   EXPECT_EQ(with.front(), 1);
   EXPECT_EQ(with.back(), 2);
@@ -173,10 +173,12 @@ TEST(PostProcessor, TemplateAddsBosAndEos) {
 
 TEST(Encode, InvalidUtf8IsReplaced) {
   const Tokenizer& t = synthetic("bl_prefix_space");
-  EXPECT_EQ(t.encode("a\xFF"
+  EXPECT_EQ(encodeOk(t,
+                     "a\xFF"
                      "b",
                      false),
-            t.encode("a\xEF\xBF\xBD"
+            encodeOk(t,
+                     "a\xEF\xBF\xBD"
                      "b",
                      false));
 }
@@ -191,13 +193,15 @@ TEST(StreamDecoder, HoldsBackSplitCharacters) {
   std::vector<std::string> pieces;
   for (TokenId id : ids) pieces.push_back(sd.step(id));
   pieces.push_back(sd.flush());
-  EXPECT_EQ(pieces, (std::vector<std::string>{"the", "", "", "\xE2\x82\xAC", " the", ""}));
+  // The byte run stays open until a text token closes it: a following invalid
+  // byte would turn the whole run (the € too) into U+FFFD.
+  EXPECT_EQ(pieces, (std::vector<std::string>{"the", "", "", "", "\xE2\x82\xAC the", ""}));
 }
 
 TEST(StreamDecoder, ByteLevelPiecesAreValidUtf8) {
   const Tokenizer& t = synthetic("bl_prefix_space");
   std::string text = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xE6\x97\xA5\xE6\x9C\xAC";
-  std::vector<TokenId> ids = t.encode(text, true);
+  std::vector<TokenId> ids = encodeOk(t, text, true);
   StreamDecoder sd(t);
   std::string all;
   size_t held = 0;
@@ -234,7 +238,7 @@ TEST(TokenizerErrors, NotJson) {
   Status s = loadError("{not json");
   EXPECT_EQ(s.code(), StatusCode::kParseError);
   EXPECT_NE(s.message().find("test.json"), std::string::npos);
-  EXPECT_NE(s.message().find("not valid JSON"), std::string::npos);
+  EXPECT_NE(s.message().find("invalid JSON"), std::string::npos) << s.message();
 }
 
 TEST(TokenizerErrors, MissingModel) {
@@ -291,8 +295,8 @@ TEST(TokenizerErrors, MissingFile) {
 TEST(Tokenizer, MinimalBpeWithoutDecoderJoinsWithSpaces) {
   auto t = Tokenizer::fromJson(R"({"model": )" + minimalModel(R"(["a b"])") + "}", "min.json");
   ASSERT_TRUE(t.isOk()) << t.status().toString();
-  EXPECT_EQ((*t)->encode("abab", false), (std::vector<TokenId>{2, 2}));
-  EXPECT_EQ((*t)->encode("ba", false), (std::vector<TokenId>{1, 0}));
+  EXPECT_EQ(encodeOk(**t, "abab", false), (std::vector<TokenId>{2, 2}));
+  EXPECT_EQ(encodeOk(**t, "ba", false), (std::vector<TokenId>{1, 0}));
   EXPECT_EQ((*t)->decode({2, 0}), "ab a");
   EXPECT_EQ((*t)->vocabSize(), 3u);
   EXPECT_EQ((*t)->idToToken(2), std::optional<std::string>("ab"));

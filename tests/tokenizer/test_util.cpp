@@ -62,6 +62,17 @@ const std::vector<NamedTokenizer>& sharedTokenizers() {
   return list;
 }
 
+Result<std::vector<TokenId>> tryEncode(const Tokenizer& tok, std::string_view text, bool add_special_tokens) {
+  return tok.encode(text, add_special_tokens);
+}
+
+std::vector<TokenId> encodeOk(const Tokenizer& tok, std::string_view text, bool add_special_tokens) {
+  auto ids = tryEncode(tok, text, add_special_tokens);
+  EXPECT_TRUE(ids.isOk()) << ids.status().toString();
+  if (!ids.isOk()) return {};
+  return std::move(ids).value();
+}
+
 bool validUtf8(const std::string& s) {
   size_t i = 0;
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };

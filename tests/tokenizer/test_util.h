@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "llmrt/tokenizer.h"
@@ -32,6 +33,12 @@ struct NamedTokenizer {
 };
 const std::vector<NamedTokenizer>& sharedTokenizers();
 inline void PrintTo(const NamedTokenizer& t, std::ostream* os) { *os << t.name; }
+
+// tok.encode(text, add_special_tokens).
+Result<std::vector<TokenId>> tryEncode(const Tokenizer& tok, std::string_view text, bool add_special_tokens = true);
+// tok.encode(text, add_special_tokens), which must succeed (a failure is
+// reported as a test failure and gives no ids).
+std::vector<TokenId> encodeOk(const Tokenizer& tok, std::string_view text, bool add_special_tokens = true);
 
 bool validUtf8(const std::string& s);
 std::string idsToString(const std::vector<TokenId>& ids);
