@@ -7,10 +7,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "llmrt/status.h"
 
 namespace llmrt {
+
+enum class KvCacheDtype { kAuto, kFloat32, kBFloat16, kFloat16 };
+// "auto", "float32", "bfloat16", "float16", and the parser of those names (nullopt otherwise).
+std::string_view toString(KvCacheDtype dtype);
+std::optional<KvCacheDtype> parseKvCacheDtype(std::string_view name);
 
 struct KvCacheConfig {
   // The default of free_gpu_memory_fraction when it is unset.
@@ -46,19 +53,26 @@ struct KvCacheConfig {
   // the secondary pool (our runners read only primary memory).
   bool onboard_blocks = true;
 
-  // Sliding attention window in tokens (> 0): a sequence keeps KV only for its
-  // last max_attention_window tokens. Unset = full attention.
-  std::optional<int32_t> max_attention_window;
+  // Attention windows in tokens (each > 0), as TensorRT-LLM's max_attention_window: every
+  // layer attends only to its last W tokens (a query at position p sees keys (p - W, p]).
+  // Empty = the model's own windows (config.json's sliding_window per layer; full attention
+  // where it has none). One value = every layer; k values = a per-layer pattern repeated
+  // over the layers (layer l takes entry l % k; at most one entry per layer). A W of at least
+  // max_seq_len means full attention for its layers; a W larger than the model's own window
+  // of a layer is an error (resolveAttentionWindows, when the engine loads). The KV cache
+  // releases a block once it is outside every layer's window (never while a layer attends
+  // fully).
+  std::vector<int32_t> max_attention_window;
 
   // Reusable blocks evicted from the primary pool whose retention priority is at
   // least this are offloaded to the secondary pool instead of dropped. In [1, 100].
   int32_t secondary_offload_min_priority = kDefaultRetentionPriority;
 
-  // Element type of the cached K/V: "auto" (the compute dtype: bfloat16 / float16 with 16-bit
-  // weights on the GPU, float32 otherwise), "float32" (twice the memory of a 16-bit cache, K/V
+  // Element type of the cached K/V: kAuto (the compute dtype: bfloat16 / float16 with 16-bit
+  // weights on the GPU, float32 otherwise), kFloat32 (twice the memory of a 16-bit cache, K/V
   // not rounded: the most accurate attention with 16-bit weights; the activations stay float32
-  // too), or "bfloat16" / "float16" (GPU with 16-bit weights only; either with either weights).
-  std::string dtype = "auto";
+  // too), or kBFloat16 / kFloat16 (GPU with 16-bit weights only; either with either weights).
+  KvCacheDtype dtype = KvCacheDtype::kAuto;
 
   // Capacity of the KV cache event buffer (events beyond it drop the oldest);
   // 0 = events disabled.

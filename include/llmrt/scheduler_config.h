@@ -37,7 +37,8 @@ struct SchedulerConfig {
   // CPU backend's small max_num_tokens makes whole-prompt steps impractical.)
   bool enable_chunked_context = true;
 
-  Status validate() const { return Status::ok(); }
+  // OK, or an InvalidArgument naming a policy value outside its enum.
+  Status validate() const;
 };
 
 // "guaranteed_no_evict", "max_utilization", "static_batch".

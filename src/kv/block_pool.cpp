@@ -10,6 +10,13 @@ namespace llmrt::detail {
 namespace {
 constexpr int kP = 0;  // primary
 constexpr int kS = 1;  // secondary
+
+// a + b clamped to [INT64_MIN, INT64_MAX].
+int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
 }  // namespace
 
 BlockPool::BlockPool(const Params& params, const KvClock* clock, KvEventBuffer* events)
@@ -45,7 +52,8 @@ BlockPool::BlockPool(const Params& params, const KvClock* clock, KvEventBuffer* 
   r.in_tree = true;
   r.slot = -1;
   r.hash = kRootBlockHash;
-  if (events_) events_->push(KvEventCreated{num_blocks_[kP], num_blocks_[kS], tpb_});
+  if (events_ && events_->enabled())
+    events_->push(KvCacheCreatedData{{num_blocks_[kP], num_blocks_[kS]}, tpb_});
 }
 
 // ---- allocation and references ---------------------------------------------
@@ -122,7 +130,7 @@ bool BlockPool::onboard(int32_t b) {
   int32_t c = takeEmptyPrimary();
   if (c == kNil) return false;
   PoolBlock& x = blocks_[b];
-  addCopy({KvPool::kSecondary, x.slot, KvPool::kPrimary, blocks_[c].slot, 0});
+  addCopy({KvPool::kSecondary, x.slot, KvPool::kPrimary, blocks_[c].slot, KvBlockCopy::kWholeBlock});
   swapPlacement(b, c);
   --num_used_[kS];
   ++num_used_[kP];
@@ -133,7 +141,8 @@ bool BlockPool::onboard(int32_t b) {
   refreshLock(b);
   ++counters_.onboarded;
   if (events_ && events_->enabled())
-    events_->push(KvEventUpdated{x.hash, KvPoolChange{KvPool::kSecondary, KvPool::kPrimary}, std::nullopt});
+    events_->push(KvCacheUpdatedData{
+        x.hash, KvCacheEventDiff<int32_t>{kKvCacheLevelSecondary, kKvCacheLevelPrimary}, std::nullopt});
   return true;
 }
 
@@ -172,7 +181,7 @@ void BlockPool::offload(int32_t v, int32_t s) {
   PoolBlock& x = blocks_[v];
   heap_primary_.remove(v);
   x.heap = -1;
-  addCopy({KvPool::kPrimary, x.slot, KvPool::kSecondary, blocks_[s].slot, 0});
+  addCopy({KvPool::kPrimary, x.slot, KvPool::kSecondary, blocks_[s].slot, KvBlockCopy::kWholeBlock});
   swapPlacement(v, s);
   --num_cached_[kP];
   ++num_cached_[kS];
@@ -184,7 +193,8 @@ void BlockPool::offload(int32_t v, int32_t s) {
   pushEmpty(s);
   ++counters_.offloaded;
   if (events_ && events_->enabled())
-    events_->push(KvEventUpdated{x.hash, KvPoolChange{KvPool::kPrimary, KvPool::kSecondary}, std::nullopt});
+    events_->push(KvCacheUpdatedData{
+        x.hash, KvCacheEventDiff<int32_t>{kKvCacheLevelPrimary, kKvCacheLevelSecondary}, std::nullopt});
 }
 
 void BlockPool::dropSubtree(int32_t v, EvictionAction action) {
@@ -230,7 +240,7 @@ void BlockPool::removeFromTree(int32_t b) {
     ++counters_.evicted_primary;
   else
     ++counters_.evicted_secondary;
-  if (events_ && events_->enabled()) events_->push(KvEventRemoved{x.hash, x.pool});
+  if (events_ && events_->enabled()) events_->push(KvCacheRemovedData{{x.hash}});
   pushEmpty(b);
   refreshCandidate(q);
 }
@@ -323,13 +333,15 @@ void BlockPool::insert(int32_t b, int32_t parent, uint64_t hash, std::span<const
   refreshLock(b);
   refreshCandidate(parent);
   if (events_ && events_->enabled()) {
-    KvEventStored ev;
+    // One block per event: its parent is the block stored before it (or none).
+    KvCacheStoredData ev;
     if (parent != root_) ev.parent_hash = p.hash;
-    ev.block_hash = hash;
-    ev.tokens.assign(tokens.begin(), tokens.end());
-    ev.lora_id = lora_id;
-    ev.priority = priority;
-    ev.pool = KvPool::kPrimary;
+    KvCacheStoredBlockData& blk = ev.blocks.emplace_back();
+    blk.block_hash = hash;
+    blk.tokens.assign(tokens.begin(), tokens.end());
+    blk.lora_id = lora_id;
+    blk.cache_level = kKvCacheLevelPrimary;
+    blk.priority = priority;
     events_->push(std::move(ev));
   }
 }
@@ -340,8 +352,11 @@ void BlockPool::setPriority(int32_t b, int32_t priority, std::optional<int64_t> 
   PoolBlock& x = blocks_[b];
   const int32_t old = x.priority;
   x.priority = priority;
-  if (duration_ms) {
-    x.expiry_ms = clock_->nowMs() + *duration_ms;
+  // A deadline beyond the clock's range (a duration near INT64_MAX) saturates to "never":
+  // now + duration must not overflow (that would be undefined and wrap to the past).
+  const int64_t expiry = duration_ms ? saturatingAdd(clock_->nowMs(), *duration_ms) : kNoExpiry;
+  if (expiry != kNoExpiry) {
+    x.expiry_ms = expiry;
     expiries_.push_back({x.expiry_ms, b, x.generation});
     std::push_heap(expiries_.begin(), expiries_.end(), std::greater<>());
   } else {
@@ -349,7 +364,7 @@ void BlockPool::setPriority(int32_t b, int32_t priority, std::optional<int64_t> 
   }
   if (old != priority) {
     if (events_ && events_->enabled())
-      events_->push(KvEventUpdated{x.hash, std::nullopt, KvPriorityChange{old, priority}});
+      events_->push(KvCacheUpdatedData{x.hash, std::nullopt, KvCacheEventDiff<int32_t>{old, priority}});
     refreshCandidate(b);
   }
 }

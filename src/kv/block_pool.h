@@ -113,7 +113,6 @@ class BlockPool {
   const PoolBlock& at(int32_t b) const { return blocks_[b]; }
   int32_t ownerOf(KvPool pool, BlockId slot) const { return owner_[idx(pool)][slot]; }
   std::span<const TokenId> keyTokens(int32_t b) const { return {&keys_[size_t(b) * tpb_], size_t(tpb_)}; }
-  const std::vector<uint64_t>& keyExtras(int32_t b) const { return extras_[b]; }
 
   int32_t numBlocks(KvPool p) const { return num_blocks_[idx(p)]; }
   int32_t numFree(KvPool p) const { return static_cast<int32_t>(empty_[idx(p)].size()); }
@@ -154,9 +153,9 @@ class BlockPool {
   }
 
   // ---- copies, expiry ----------------------------------------------------
-  void addCopy(const BlockCopy& c) { pending_.push_back(c); }
-  std::vector<BlockCopy>& pendingCopies() { return pending_; }
-  const std::vector<BlockCopy>& pendingCopies() const { return pending_; }
+  void addCopy(const KvBlockCopy& c) { pending_.push_back(c); }
+  std::vector<KvBlockCopy>& pendingCopies() { return pending_; }
+  const std::vector<KvBlockCopy>& pendingCopies() const { return pending_; }
   // Applies expired retention durations (priority falls back to 35).
   void processExpirations();
 
@@ -206,7 +205,7 @@ class BlockPool {
     bool operator>(const Expiry& o) const { return when > o.when; }
   };
   std::vector<Expiry> expiries_;  // min-heap; stale entries are skipped
-  std::vector<BlockCopy> pending_;
+  std::vector<KvBlockCopy> pending_;
 
   int32_t num_cached_[2] = {0, 0};
   int32_t num_used_[2] = {0, 0};

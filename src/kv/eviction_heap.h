@@ -26,7 +26,6 @@ class EvictionHeap {
   bool empty() const { return heap_.empty(); }
   size_t size() const { return heap_.size(); }
   int32_t top() const { return heap_.front().block; }
-  uint64_t topKey() const { return heap_.front().key; }
   bool contains(int32_t block) const { return (*pos_)[block] >= 0; }
 
   void push(int32_t block, uint64_t key) {

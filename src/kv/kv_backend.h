@@ -45,34 +45,35 @@ class FixedKvMemoryReporter final : public KvMemoryReporter {
 //  - all copies happen after KV writes of previously launched steps and before
 //    the next step reads or writes KV (stream order on the CUDA backend, which
 //    may use a separate copy stream from pinned host memory if it orders it so).
-//  - a BlockCopy with num_tokens = n > 0 copies only token slots [0, n) of every
-//    layer's K and V.
+//  - a KvBlockCopy with num_tokens = KvBlockCopy::kWholeBlock copies the whole block;
+//    one with num_tokens = n in [0, tokens_per_block) copies only token slots [0, n)
+//    of every layer's K and V (KvBlockCopy::numTokens).
 // A failure leaves the destination blocks' contents undefined; callers treat
 // it as fatal for the engine (the manager's bookkeeping assumes the copies ran).
 class KvBlockCopier {
  public:
   virtual ~KvBlockCopier() = default;
-  virtual Status copyBlocks(std::span<const BlockCopy> copies) = 0;
+  virtual Status copyBlocks(std::span<const KvBlockCopy> copies) = 0;
 };
 
 // Records every copy batch it is given (tests; the CPU backend implements the real one).
 class RecordingBlockCopier final : public KvBlockCopier {
  public:
-  Status copyBlocks(std::span<const BlockCopy> copies) override {
+  Status copyBlocks(std::span<const KvBlockCopy> copies) override {
     batches_.emplace_back(copies.begin(), copies.end());
     return Status::ok();
   }
-  const std::vector<std::vector<BlockCopy>>& batches() const { return batches_; }
+  const std::vector<std::vector<KvBlockCopy>>& batches() const { return batches_; }
   // All copies of all batches, in order.
-  std::vector<BlockCopy> allCopies() const {
-    std::vector<BlockCopy> out;
+  std::vector<KvBlockCopy> allCopies() const {
+    std::vector<KvBlockCopy> out;
     for (const auto& b : batches_) out.insert(out.end(), b.begin(), b.end());
     return out;
   }
   void clear() { batches_.clear(); }
 
  private:
-  std::vector<std::vector<BlockCopy>> batches_;
+  std::vector<std::vector<KvBlockCopy>> batches_;
 };
 
 }  // namespace llmrt

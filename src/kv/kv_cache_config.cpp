@@ -19,13 +19,33 @@ std::string rangeText(const TokenRangeRetentionConfig& r) {
 
 }  // namespace
 
+std::string_view toString(KvCacheDtype dtype) {
+  switch (dtype) {
+    case KvCacheDtype::kAuto: return "auto";
+    case KvCacheDtype::kFloat32: return "float32";
+    case KvCacheDtype::kBFloat16: return "bfloat16";
+    case KvCacheDtype::kFloat16: return "float16";
+  }
+  return "?";
+}
+
+std::optional<KvCacheDtype> parseKvCacheDtype(std::string_view name) {
+  for (KvCacheDtype d : {KvCacheDtype::kAuto, KvCacheDtype::kFloat32, KvCacheDtype::kBFloat16, KvCacheDtype::kFloat16})
+    if (name == toString(d)) return d;
+  return std::nullopt;
+}
+
 Status KvCacheConfig::validate() const {
   constexpr const char* kWhere = "KvCacheConfig";
   if (tokens_per_block < 1 || tokens_per_block > 65536 || (tokens_per_block & (tokens_per_block - 1)) != 0)
     return fieldError(kWhere, "tokens_per_block", std::to_string(tokens_per_block),
                       "a power of two in [1, 65536] (e.g. 32)");
-  if (max_tokens && *max_tokens <= 0)
-    return fieldError(kWhere, "max_tokens", std::to_string(*max_tokens), "> 0, or unset");
+  // 2^40 tokens is beyond any memory; the bound keeps the sizing arithmetic far from overflow.
+  if (max_tokens && (*max_tokens <= 0 || *max_tokens > (int64_t{1} << 40)))
+    return fieldError(kWhere, "max_tokens", std::to_string(*max_tokens), "an integer in [1, 2^40], or unset");
+  if (host_cache_size > (uint64_t{1} << 50))
+    return fieldError(kWhere, "host_cache_size", std::to_string(host_cache_size),
+                      "a byte count in [0, 2^50] (0 = no host cache)");
   if (free_gpu_memory_fraction) {
     const double f = *free_gpu_memory_fraction;
     if (!std::isfinite(f) || f <= 0.0 || f >= 1.0)
@@ -33,11 +53,13 @@ Status KvCacheConfig::validate() const {
           kWhere, "free_gpu_memory_fraction", strprintf("%g", f),
           "a fraction in (0, 1) such as 0.9 (1.0 leaves no memory for step inputs and outputs)");
   }
-  if (max_attention_window && *max_attention_window <= 0)
-    return fieldError(kWhere, "max_attention_window", std::to_string(*max_attention_window),
-                      "> 0 tokens, or unset");
-  if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16" && dtype != "float16")
-    return fieldError(kWhere, "dtype", "\"" + dtype + "\"", "\"auto\", \"float32\", \"bfloat16\" or \"float16\"");
+  for (size_t i = 0; i < max_attention_window.size(); ++i)
+    if (max_attention_window[i] <= 0)
+      return fieldError(kWhere, strprintf("max_attention_window[%zu]", i), std::to_string(max_attention_window[i]),
+                        "> 0 tokens (a window of at least max_seq_len is full attention), or an empty list for "
+                        "the model's own windows");
+  if (!parseKvCacheDtype(toString(dtype)))
+    return fieldError(kWhere, "dtype", std::to_string(static_cast<int>(dtype)), "auto, float32, bfloat16 or float16");
   if (secondary_offload_min_priority < KvCacheRetentionConfig::kMinPriority ||
       secondary_offload_min_priority > KvCacheRetentionConfig::kMaxPriority)
     return fieldError(kWhere, "secondary_offload_min_priority",

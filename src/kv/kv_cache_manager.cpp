@@ -34,6 +34,8 @@ Result<std::unique_ptr<KvCacheManager>> KvCacheManager::create(const KvCacheConf
                       "< 2^31 - 1");
   if (options.max_sequence_length < 0)
     return fieldError(kWhere, "max_sequence_length", std::to_string(options.max_sequence_length), ">= 0");
+  if (options.attention_window < 0)
+    return fieldError(kWhere, "attention_window", std::to_string(options.attention_window), ">= 0 (0 = no window)");
   return std::unique_ptr<KvCacheManager>(
       new KvCacheManager(config, num_primary_blocks, num_secondary_blocks, options));
 }
@@ -70,7 +72,8 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, int32_t num_primary,
           options.max_sequence_length > 0
               ? static_cast<int32_t>(ceilDiv(options.max_sequence_length, config.tokens_per_block))
               : 0),
-      events_(config.event_buffer_max_size),
+      events_(config.event_buffer_max_size,
+              options.attention_window > 0 ? options.attention_window : options.max_sequence_length),
       pool_(poolParams(config, num_primary, num_secondary, options.debug_hash_mask),
             options.clock ? options.clock : own_clock_.get(), &events_),
       scratch_match_(std::make_unique<Match>()) {}
@@ -161,6 +164,9 @@ Result<AddSequenceResult> KvCacheManager::addSequence(SequenceId id, std::span<c
   if (options.num_tokens_to_allocate && *options.num_tokens_to_allocate < 0)
     return fieldError(kWhere, "num_tokens_to_allocate", std::to_string(*options.num_tokens_to_allocate),
                       ">= 0");
+  if (options.num_prompt_tokens && (*options.num_prompt_tokens < 1 || *options.num_prompt_tokens > plen))
+    return fieldError(kWhere, "num_prompt_tokens", std::to_string(*options.num_prompt_tokens),
+                      strprintf("1..%lld (the prompt's length)", static_cast<long long>(plen)));
   if (options.retention) LLMRT_RETURN_IF_ERROR(options.retention->validate().withContext("addSequence"));
   for (size_t i = 0; i < options.extras.multimodal.size(); ++i) {
     const MultimodalInput& mm = options.extras.multimodal[i];
@@ -199,6 +205,7 @@ Result<AddSequenceResult> KvCacheManager::addSequence(SequenceId id, std::span<c
   auto seq = std::make_unique<Sequence>();
   seq->id = id;
   seq->num_prompt = P;
+  seq->num_request_prompt = options.num_prompt_tokens.value_or(P);
   seq->max_new_tokens = options.max_new_tokens;
   seq->tokens.reserve(static_cast<size_t>(P) + options.max_new_tokens);
   seq->tokens.assign(prompt.begin(), prompt.end());
@@ -395,10 +402,11 @@ void KvCacheManager::storeFullBlocks(Sequence& seq) {
 }
 
 void KvCacheManager::releaseOutOfWindow(Sequence& seq) {
-  if (!config_.max_attention_window) return;
+  const int32_t window = options_.attention_window;
+  if (window <= 0) return;
   // The next token to compute (position num_computed) attends to positions
   // [num_computed - W + 1, num_computed]; later tokens only further right.
-  const int64_t first_needed = static_cast<int64_t>(seq.num_computed) - *config_.max_attention_window + 1;
+  const int64_t first_needed = static_cast<int64_t>(seq.num_computed) - window + 1;
   const int32_t n = static_cast<int32_t>(seq.blocks.size());
   while (seq.first_held < n && static_cast<int64_t>(seq.first_held + 1) * tpb_ <= first_needed) {
     releaseBlock(seq, seq.first_held);
@@ -413,7 +421,7 @@ detail::RetentionUpdate KvCacheManager::retentionFor(const Sequence& seq, int32_
   detail::RetentionUpdate u;
   const KvCacheRetentionConfig& rc = *seq.retention;
   const int64_t first_token = static_cast<int64_t>(block_index) * tpb_;
-  if (first_token >= seq.num_prompt) {
+  if (first_token >= seq.num_request_prompt) {
     u.priority = rc.decode_retention_priority;
     u.duration_ms = rc.decode_duration_ms;
     return u;
@@ -423,7 +431,7 @@ detail::RetentionUpdate KvCacheManager::retentionFor(const Sequence& seq, int32_
                              [](int64_t t, const TokenRangeRetentionConfig& r) { return t < r.token_start; });
   if (it != ranges.begin()) {
     const TokenRangeRetentionConfig& r = *std::prev(it);
-    if (first_token < r.token_end.value_or(seq.num_prompt)) {
+    if (first_token < r.token_end.value_or(seq.num_request_prompt)) {
       u.priority = r.priority;
       u.duration_ms = r.duration_ms;
     }
@@ -482,10 +490,10 @@ int32_t KvCacheManager::numTokens(SequenceId id) const {
 
 int32_t KvCacheManager::peakBlocks(int64_t total_tokens, int32_t max_chunk) const {
   const int64_t full = ceilDiv(total_tokens, tpb_);
-  if (!config_.max_attention_window) return static_cast<int32_t>(full);
+  if (options_.attention_window <= 0) return static_cast<int32_t>(full);
   // Held at once: the window behind the first token of a chunk plus the chunk,
   // which can straddle one more block boundary.
-  const int64_t span = static_cast<int64_t>(*config_.max_attention_window) - 1 + std::max(1, max_chunk);
+  const int64_t span = static_cast<int64_t>(options_.attention_window) - 1 + std::max(1, max_chunk);
   return static_cast<int32_t>(std::min(full, ceilDiv(span, tpb_) + 1));
 }
 
@@ -496,7 +504,7 @@ int32_t KvCacheManager::numBlocksNeededToComplete(SequenceId id) const {
                                            static_cast<int64_t>(s->num_prompt) + s->max_new_tokens);
   const int32_t held = static_cast<int32_t>(s->blocks.size()) - s->first_held;
   const int32_t peak = peakBlocks(target, s->num_prompt - s->num_allocated);
-  const int32_t already = config_.max_attention_window ? held : static_cast<int32_t>(s->blocks.size());
+  const int32_t already = options_.attention_window > 0 ? held : static_cast<int32_t>(s->blocks.size());
   return std::max(0, peak - already);
 }
 
@@ -520,8 +528,8 @@ Status KvCacheManager::flushCopies() {
   return st;
 }
 
-std::vector<BlockCopy> KvCacheManager::takePendingCopies() {
-  std::vector<BlockCopy> out;
+std::vector<KvBlockCopy> KvCacheManager::takePendingCopies() {
+  std::vector<KvBlockCopy> out;
   out.swap(pool_.pendingCopies());
   return out;
 }

@@ -67,6 +67,12 @@ struct KvCacheManagerOptions {
   const KvClock* clock = nullptr;
   // Longest sequence (tokens) accepted; 0 = unlimited. Set from KvCacheSizing by create().
   int32_t max_sequence_length = 0;
+  // Sliding window (tokens, >= 0; 0 = none): a block is released once every position of it is
+  // outside the window of the next position to compute (position p attends to (p - W, p]).
+  // One block holds every layer, so this is the largest of the layers' windows (0 when any
+  // layer attends fully): the engine resolves it from KvCacheConfig::max_attention_window and
+  // the model (resolveAttentionWindows). The manager does not read max_attention_window itself.
+  int32_t attention_window = 0;
   // Tests only: ANDed into every block hash to provoke collisions.
   uint64_t debug_hash_mask = ~uint64_t{0};
 };
@@ -82,6 +88,13 @@ struct AddSequenceOptions {
   // Prompt tokens to allocate now, beyond the reused prefix (first context chunk);
   // unset = the whole rest of the prompt. 0 = only take the reused prefix.
   std::optional<int32_t> num_tokens_to_allocate;
+  // The request's own prompt length when `prompt` also holds tokens it generated (a sequence
+  // resumed after a pause re-enters with all its tokens): tokens from this position on are
+  // generated tokens for retention: a block whose first token lies here or later takes
+  // decode_retention_priority / decode_duration_ms, whatever the token ranges say. In
+  // [1, prompt length]; unset = the whole prompt. Allocation and reuse treat all of `prompt`
+  // alike either way.
+  std::optional<int32_t> num_prompt_tokens;
 };
 
 struct AddSequenceResult {
@@ -225,13 +238,14 @@ class KvCacheManager {
   // FailedPrecondition without a copier; the copier's error otherwise.
   Status flushCopies();
   // Returns and clears the queued copies (for callers that run copies themselves).
-  std::vector<BlockCopy> takePendingCopies();
+  std::vector<KvBlockCopy> takePendingCopies();
 
   // ---- observability ---------------------------------------------------------
   KvCacheStats stats() const;
   std::vector<KvCacheEvent> drainEvents() { return events_.drain(); }
   const KvCacheConfig& config() const { return config_; }
   int32_t tokensPerBlock() const { return tpb_; }
+  int32_t attentionWindow() const { return options_.attention_window; }  // 0 = no window
   int32_t maxBlocksPerSequence() const { return max_blocks_per_seq_; }
 
   // ---- introspection (tests, debugging) --------------------------------------

@@ -39,8 +39,9 @@ Status KvCacheManager::checkInvariants() const {
   LLMRT_RETURN_IF_ERROR(pool_.checkInvariants());
   const int32_t n = pool_.root();
   std::vector<int32_t> holders(n, 0);
-  for (const auto& [id, sp] : sequences_) {
-    const Sequence& s = *sp;
+  for (const auto& entry : sequences_) {
+    const SequenceId id = entry.first;  // (a structured binding cannot be captured under clang 14)
+    const Sequence& s = *entry.second;
     auto bad = [&](const std::string& what) {
       return internalError(
           strprintf("KV cache sequence %llu: %s", static_cast<unsigned long long>(id), what.c_str()));

@@ -11,7 +11,8 @@ namespace llmrt {
 struct KvCacheManager::Sequence {
   SequenceId id = 0;
   std::vector<TokenId> tokens;  // prompt, then appended tokens
-  int32_t num_prompt = 0;
+  int32_t num_prompt = 0;           // tokens given to addSequence (allocatePromptTokens' limit)
+  int32_t num_request_prompt = 0;   // of those, the request's prompt; the rest were generated (retention)
   int32_t max_new_tokens = 0;
   int32_t num_allocated = 0;
   int32_t num_computed = 0;

@@ -1,4 +1,4 @@
-// Vocabulary of the KV cache manager: ids, pools, block copies, the
+// Vocabulary of the KV cache manager: ids, pools (with block copies from core), the
 // out-of-blocks outcome and the extra key material (LoRA id, cache salt,
 // multimodal hashes) that separates otherwise identical token prefixes.
 #pragma once
@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/kv_block_copy.h"
 #include "llmrt/status.h"
 
 namespace llmrt {
@@ -22,24 +23,10 @@ using SequenceId = uint64_t;
 // A block table entry for a block released by the sliding window.
 inline constexpr BlockId kNoBlock = -1;
 
-enum class KvPool : uint8_t {
-  kPrimary = 0,    // GPU memory (CPU memory on the CPU backend); the runner reads only this
-  kSecondary = 1,  // host memory for offloaded blocks
-};
+// KvPool and KvBlockCopy (the block copies the backend must perform before the next
+// step runs; num_tokens = KvBlockCopy::kWholeBlock for a whole block) are core types
+// shared with the backend: core/kv_block_copy.h.
 std::string_view kvPoolName(KvPool pool);
-
-// One block copy the backend must perform before the next step runs.
-struct BlockCopy {
-  KvPool src_pool = KvPool::kPrimary;
-  BlockId src_block = 0;
-  KvPool dst_pool = KvPool::kPrimary;
-  BlockId dst_block = 0;
-  // 0 = the whole block (all layers, K and V); n > 0 = only the KV of the
-  // block's first n token slots (partial reuse, copy-on-write).
-  int32_t num_tokens = 0;
-
-  bool operator==(const BlockCopy&) const = default;
-};
 
 // Outcome of a request for blocks. Running out is normal: the scheduler waits,
 // preempts or evicts, and nothing in the manager changed.

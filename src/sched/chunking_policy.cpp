@@ -16,17 +16,20 @@ int32_t alignedChunk(int32_t pos, int32_t target, int32_t budget, int32_t tpb) {
 
 }  // namespace
 
-int32_t chunkAlignment(int32_t tokens_per_block, int32_t max_num_tokens) {
-  // Chunks end on block boundaries (so full blocks can be stored for reuse), except when a step
-  // holds fewer tokens than a block: no chunk could ever end on a boundary, and a prompt longer
-  // than the step would never start. Chunks are then cut anywhere.
-  return max_num_tokens < tokens_per_block ? 1 : std::max(1, tokens_per_block);
+int32_t chunkAlignment(int32_t tokens_per_block, int32_t context_budget) {
+  // Chunks end on block boundaries (so each step leaves only full blocks behind, stored for
+  // reuse at once), except when the step's budget for context tokens is smaller than a block:
+  // no chunk from a boundary could reach the next one, and a prompt would wait for as long as
+  // generation tokens take that part of the budget (with max_num_tokens <= tokens_per_block:
+  // while anything generates; with max_num_tokens < tokens_per_block: for ever). Chunks are
+  // then cut anywhere; a block completed by a later chunk is stored then.
+  return context_budget < tokens_per_block ? 1 : std::max(1, tokens_per_block);
 }
 
 void assignChunks(const ChunkingOptions& o, std::span<ChunkCandidate> cands, int32_t& budget) {
   for (ChunkCandidate& c : cands) c.chunk = 0;
   if (budget <= 0) return;
-  const int32_t tpb = chunkAlignment(o.tokens_per_block, o.max_num_tokens);
+  const int32_t tpb = chunkAlignment(o.tokens_per_block, budget);
   if (!o.enable_chunking || o.policy == ContextChunkingPolicy::kFirstComeFirstServed) {
     for (ChunkCandidate& c : cands) {
       const int32_t remaining = c.target - c.computed;

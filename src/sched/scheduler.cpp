@@ -46,7 +46,7 @@ Scheduler::Scheduler(const SchedulerOptions& options, KvCacheManager& kv) : opti
 }
 
 Status Scheduler::checkFitsAlone(const SchedRequest& r) const {
-  const int32_t len = static_cast<int32_t>(r.tokens->size());
+  const int32_t len = static_cast<int32_t>(r.tokens.size());
   const int32_t need = kv_.numBlocksNeeded(len, std::max(0, r.remainingNewTokens()));
   if (need <= total_blocks_) return Status::ok();
   return resourceExhausted("request needs " + std::to_string(need) + " KV cache blocks (" + std::to_string(len) +
@@ -59,6 +59,7 @@ Status Scheduler::checkFitsAlone(const SchedRequest& r) const {
 Status Scheduler::release(SchedRequest& r) {
   if (r.holdsKv() && kv_.hasSequence(r.id)) LLMRT_RETURN_IF_ERROR(kv_.removeSequence(r.id));
   r.state = SchedState::kDone;
+  r.fed_uncomputed = false;
   return Status::ok();
 }
 
@@ -71,6 +72,7 @@ int32_t Scheduler::reservedBlocks(const Context& ctx) const {
 
 Status Scheduler::pause(Context& ctx, SchedRequest& victim) {
   LLMRT_RETURN_IF_ERROR(kv_.removeSequence(victim.id));
+  victim.fed_uncomputed = false;  // (its KV is gone; a resume recomputes it)
   auto drop = [&](std::vector<SchedRequest*>& v) {
     auto it = std::find(v.begin(), v.end(), &victim);
     if (it == v.end()) return false;
@@ -116,7 +118,7 @@ Status Scheduler::scheduleGeneration(Context& ctx) {
     if (r->state != SchedState::kGeneration) continue;
     if (ctx.budget <= 0) break;  // the rest wait a step (they keep their blocks)
     while (r->state == SchedState::kGeneration) {
-      LLMRT_ASSIGN_OR_RETURN(KvAllocStatus st, kv_.appendToken(r->id, r->tokens->back()));
+      LLMRT_ASSIGN_OR_RETURN(KvAllocStatus st, kv_.appendToken(r->id, r->tokens.back()));
       if (st == KvAllocStatus::kOk) {
         ctx.plan.sequences.push_back({r, 1, false, true});
         ctx.planned.push_back(r);
@@ -144,12 +146,12 @@ Status Scheduler::admit(Context& ctx) {
       ctx.plan.failed.emplace_back(r, fits);
       continue;
     }
-    const int32_t len = static_cast<int32_t>(r->tokens->size());
+    const int32_t len = static_cast<int32_t>(r->tokens.size());
     const int32_t remaining_new = std::max(0, r->remainingNewTokens());
-    // The smallest first chunk it could get: one aligned piece (a block), or the whole context
-    // without chunking.
+    // The smallest first chunk it could get: one aligned piece (a block, or one token when this
+    // step's context budget is smaller than a block), or the whole context without chunking.
     const bool whole = !options_.config.enable_chunked_context && len <= options_.max_num_tokens;
-    const int32_t min_chunk = whole ? len : std::min(len, chunkAlignment(tpb, options_.max_num_tokens));
+    const int32_t min_chunk = whole ? len : std::min(len, chunkAlignment(tpb, ctx.budget));
     AdmissionQuery q;
     q.nothing_in_flight_at_start = ctx.nothing_in_flight_at_start;
     q.reserved_blocks = reserved;
@@ -163,7 +165,10 @@ Status Scheduler::admit(Context& ctx) {
     AddSequenceOptions opts = r->add_options;
     opts.max_new_tokens = remaining_new;
     opts.num_tokens_to_allocate = 0;  // chunks are allocated by scheduleContextChunks
-    LLMRT_ASSIGN_OR_RETURN(AddSequenceResult added, kv_.addSequence(r->id, *r->tokens, opts));
+    // A resumed sequence re-enters with its generated tokens: the KV cache manager must still
+    // know where its prompt ends, so their blocks keep the decode retention priority / duration.
+    if (r->prompt_len >= 1 && r->prompt_len <= len) opts.num_prompt_tokens = r->prompt_len;
+    LLMRT_ASSIGN_OR_RETURN(AddSequenceResult added, kv_.addSequence(r->id, r->tokens, opts));
     if (added.status != KvAllocStatus::kOk) break;  // the reused blocks are not there: wait
     const bool resumed = r->state == SchedState::kPaused;
     r->state = SchedState::kContext;
@@ -191,7 +196,7 @@ Status Scheduler::scheduleContextChunks(Context& ctx) {
   std::vector<ChunkCandidate> cands(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
     cands[i].computed = kv_.numComputedTokens(seqs[i]->id);
-    cands[i].target = static_cast<int32_t>(seqs[i]->tokens->size());
+    cands[i].target = static_cast<int32_t>(seqs[i]->tokens.size());
   }
   ChunkingOptions co;
   co.policy = options_.config.context_chunking_policy;
@@ -212,7 +217,7 @@ Status Scheduler::scheduleContextChunks(Context& ctx) {
         LLMRT_ASSIGN_OR_RETURN(st, kv_.allocatePromptTokens(r->id, to_alloc));
       }
       if (st == KvAllocStatus::kOk) {
-        const bool last = computed + chunk == static_cast<int32_t>(r->tokens->size());
+        const bool last = computed + chunk == static_cast<int32_t>(r->tokens.size());
         ctx.plan.sequences.push_back({r, chunk, true, last});
         ctx.planned.push_back(r);
         ctx.budget -= chunk;
@@ -249,13 +254,61 @@ Result<SchedulePlan> Scheduler::schedule(std::span<SchedRequest* const> requests
   LLMRT_RETURN_IF_ERROR(scheduleGeneration(ctx));
   LLMRT_RETURN_IF_ERROR(admit(ctx));
   LLMRT_RETURN_IF_ERROR(scheduleContextChunks(ctx));
+  completePlan(ctx.plan);
   return std::move(ctx.plan);
 }
 
-void Scheduler::onStepComplete(const SchedulePlan& plan) {
-  for (const ScheduledSequence& s : plan.sequences)
-    if (s.is_context && s.sample && s.request->state == SchedState::kContext)
-      s.request->state = SchedState::kGeneration;
+void Scheduler::completePlan(SchedulePlan& plan) {
+  for (ScheduledSequence& e : plan.sequences) {
+    const SchedRequest& r = *e.request;
+    e.num_cached = kv_.numComputedTokens(r.id);
+    const std::span<const BlockId> table = kv_.blockTable(r.id);
+    e.block_table.assign(table.begin(), table.end());
+    // A generation step computes the newest token; while it is a placeholder the device holds it.
+    e.fed_last = !e.is_context && r.num_pending > 0;
+  }
+  if (kv_.hasPendingCopies()) plan.copies = kv_.takePendingCopies();
+}
+
+Status Scheduler::onLaunched(SchedulePlan& plan) {
+  for (ScheduledSequence& e : plan.sequences) {
+    SchedRequest& r = *e.request;
+    if (e.fed_last) {
+      r.fed_uncomputed = true;  // marked computed once its token is known (onTokenKnown)
+    } else {
+      LLMRT_RETURN_IF_ERROR(kv_.markComputed(r.id, e.num_tokens));
+    }
+    if (e.is_context && e.sample && r.state == SchedState::kContext) r.state = SchedState::kGeneration;
+    if (!e.sample) continue;
+    e.token_pos = static_cast<int32_t>(r.tokens.size());
+    r.tokens.push_back(kPendingToken);
+    ++r.num_pending;
+  }
+  return Status::ok();
+}
+
+Status Scheduler::onTokenKnown(SchedRequest& r, int32_t pos, TokenId token) {
+  if (pos < 0 || pos >= static_cast<int32_t>(r.tokens.size()) || r.tokens[static_cast<size_t>(pos)] != kPendingToken)
+    return internalError("scheduler: sequence " + std::to_string(r.id) + " has no pending token at " +
+                         std::to_string(pos));
+  r.tokens[static_cast<size_t>(pos)] = token;
+  --r.num_pending;
+  if (!r.holdsKv() || !kv_.hasSequence(r.id) || kv_.numTokens(r.id) <= pos) return Status::ok();
+  // The KV cache manager holds the placeholder too: a later step already computes (or computed) it.
+  LLMRT_RETURN_IF_ERROR(kv_.resolveToken(r.id, pos, token));
+  if (r.fed_uncomputed && kv_.numComputedTokens(r.id) == pos) {
+    // The launched step that fed this token from the device's copy wrote its KV: now that the
+    // token is known its block may be keyed (full blocks enter the reuse tree).
+    r.fed_uncomputed = false;
+    LLMRT_RETURN_IF_ERROR(kv_.markComputed(r.id, 1));
+  }
+  return Status::ok();
+}
+
+void Scheduler::dropPending(SchedRequest& r) {
+  r.tokens.resize(r.tokens.size() - static_cast<size_t>(r.num_pending));
+  r.num_pending = 0;
+  r.fed_uncomputed = false;
 }
 
 }  // namespace llmrt

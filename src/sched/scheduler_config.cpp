@@ -44,6 +44,18 @@ std::optional<CapacitySchedulerPolicy> parseCapacitySchedulerPolicy(std::string_
   return std::nullopt;
 }
 
+Status SchedulerConfig::validate() const {
+  if (!parseCapacitySchedulerPolicy(toString(capacity_scheduler_policy)))
+    return fieldError("SchedulerConfig", "capacity_scheduler_policy",
+                      std::to_string(static_cast<int>(capacity_scheduler_policy)),
+                      "guaranteed_no_evict, max_utilization or static_batch");
+  if (!parseContextChunkingPolicy(toString(context_chunking_policy)))
+    return fieldError("SchedulerConfig", "context_chunking_policy",
+                      std::to_string(static_cast<int>(context_chunking_policy)),
+                      "first_come_first_served or equal_progress");
+  return Status::ok();
+}
+
 std::optional<ContextChunkingPolicy> parseContextChunkingPolicy(std::string_view name) {
   const std::string n = lower(name);
   for (auto p : {ContextChunkingPolicy::kFirstComeFirstServed, ContextChunkingPolicy::kEqualProgress})

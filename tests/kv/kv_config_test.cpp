@@ -69,9 +69,13 @@ TEST(KvCacheConfigTest, OtherFields) {
   EXPECT_THAT(c.validate().message(), HasSubstr("max_tokens"));
   c.max_tokens = 1024;
   EXPECT_TRUE(c.validate().isOk());
-  c.max_attention_window = 0;
-  EXPECT_THAT(c.validate().message(), HasSubstr("max_attention_window"));
-  c.max_attention_window = 4096;
+  c.max_attention_window = {0};
+  EXPECT_THAT(c.validate().message(), HasSubstr("max_attention_window[0]"));
+  c.max_attention_window = {4096, -3};
+  EXPECT_THAT(c.validate().message(), HasSubstr("max_attention_window[1]' has value -3"));
+  c.max_attention_window = {4096};
+  EXPECT_TRUE(c.validate().isOk());
+  c.max_attention_window = {16, 4096, 8};  // a per-layer pattern
   EXPECT_TRUE(c.validate().isOk());
   c.secondary_offload_min_priority = 101;
   EXPECT_THAT(c.validate().message(), HasSubstr("secondary_offload_min_priority"));
@@ -80,12 +84,13 @@ TEST(KvCacheConfigTest, OtherFields) {
   c.secondary_offload_min_priority = 100;
   EXPECT_TRUE(c.validate().isOk());
   for (const char* ok : {"auto", "float32", "bfloat16", "float16"}) {
-    c.dtype = ok;
+    c.dtype = *parseKvCacheDtype(ok);
     EXPECT_TRUE(c.validate().isOk()) << ok;
+    EXPECT_EQ(toString(c.dtype), ok);
   }
-  c.dtype = "fp8";
+  EXPECT_EQ(parseKvCacheDtype("fp8"), std::nullopt);
+  c.dtype = static_cast<KvCacheDtype>(9);
   EXPECT_THAT(c.validate().message(), HasSubstr("dtype"));
-  EXPECT_THAT(c.validate().message(), HasSubstr("\"fp8\""));
 }
 
 TEST(KvCacheRetentionConfigTest, ValidRanges) {

@@ -175,8 +175,8 @@ TEST(KvEvictionTest, RetentionRangesAndDecodePriority) {
   EXPECT_EQ(e.m->blockInfo(KvPool::kPrimary, t[2]).priority, 99);
   int updates = 0;
   for (const auto& ev : e.m->drainEvents())
-    if (auto* u = std::get_if<KvEventUpdated>(&ev.data); u && u->priority) {
-      EXPECT_EQ(u->priority->to, 99);
+    if (auto* u = std::get_if<KvCacheUpdatedData>(&ev.data); u && u->priority) {
+      EXPECT_EQ(u->priority->new_value, 99);
       ++updates;
     }
   EXPECT_EQ(updates, 3);
@@ -198,8 +198,8 @@ TEST(KvEvictionTest, DurationExpiresToDefaultPriority) {
       EXPECT_EQ(e.evictions[0].hash, a[0]) << "at t=" << when << " a0 fell back to 35 and is older";
       bool saw = false;
       for (const auto& ev : e.m->drainEvents())
-        if (auto* u = std::get_if<KvEventUpdated>(&ev.data); u && u->priority && u->block_hash == a[0])
-          saw = u->priority->from == 90 && u->priority->to == 35;
+        if (auto* u = std::get_if<KvCacheUpdatedData>(&ev.data); u && u->priority && u->block_hash == a[0])
+          saw = u->priority->old_value == 90 && u->priority->new_value == 35;
       EXPECT_TRUE(saw);
     }
   }
@@ -226,9 +226,9 @@ TEST(KvEvictionTest, OffloadToHostAndOnboardOnReuse) {
   EXPECT_EQ(e.find(a[0])->pool, KvPool::kSecondary);
   int moved = 0;
   for (const auto& ev : e.m->drainEvents())
-    if (auto* u = std::get_if<KvEventUpdated>(&ev.data); u && u->pool) {
-      EXPECT_EQ(u->pool->from, KvPool::kPrimary);
-      EXPECT_EQ(u->pool->to, KvPool::kSecondary);
+    if (auto* u = std::get_if<KvCacheUpdatedData>(&ev.data); u && u->cache_level) {
+      EXPECT_EQ(u->cache_level->old_value, kKvCacheLevelPrimary);
+      EXPECT_EQ(u->cache_level->new_value, kKvCacheLevelSecondary);
       ++moved;
     }
   EXPECT_EQ(moved, 2);

@@ -259,7 +259,7 @@ TEST(KvManagerTest, CopyHandOff) {
   EXPECT_FALSE(m->hasPendingCopies());
   ASSERT_EQ(rec.batches().size(), 1u);
   ASSERT_EQ(rec.batches()[0].size(), 1u);
-  const BlockCopy& cp = rec.batches()[0][0];
+  const KvBlockCopy& cp = rec.batches()[0][0];
   EXPECT_EQ(cp.src_pool, KvPool::kPrimary);
   EXPECT_EQ(cp.src_block, m->blockTable(1)[1]);
   EXPECT_EQ(cp.dst_pool, KvPool::kPrimary);
@@ -278,6 +278,41 @@ TEST(KvManagerTest, CopyHandOff) {
   ASSERT_EQ(taken.size(), 1u);
   EXPECT_EQ(taken[0].num_tokens, 2);
   EXPECT_FALSE(m2->hasPendingCopies());
+}
+
+TEST(KvManagerTest, BlockCopiesUseTheBackendsConvention) {
+  // One KvBlockCopy type for the manager, the runner and the backends (core/kv_block_copy.h):
+  // whole-block copies (offload, onboard) carry kWholeBlock (-1), partial-reuse copies the
+  // slot count. (The manager used 0 for "whole block", the backend -1; the runner converted.)
+  KvCacheConfig c = tiny();
+  c.enable_partial_reuse = false;
+  RecordingBlockCopier rec;
+  KvCacheManagerOptions o;
+  o.copier = &rec;
+  auto m = make(c, 2, 2, o);
+  ASSERT_TRUE(m->addSequence(1, iota(5)).isOk());
+  ASSERT_TRUE(m->markComputed(1, 5).isOk());
+  ASSERT_TRUE(m->removeSequence(1).isOk());             // block 0 cached
+  ASSERT_TRUE(m->addSequence(2, iota(8, 100)).isOk());  // both blocks: block 0 is offloaded
+  ASSERT_TRUE(m->removeSequence(2).isOk());
+  ASSERT_TRUE(m->addSequence(3, iota(5)).isOk());  // reuses it: onboarded
+  ASSERT_TRUE(m->flushCopies().isOk());
+  const std::vector<KvBlockCopy> copies = rec.allCopies();
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0].src_pool, KvPool::kPrimary);
+  EXPECT_EQ(copies[0].dst_pool, KvPool::kSecondary);
+  EXPECT_EQ(copies[1].src_pool, KvPool::kSecondary);
+  EXPECT_EQ(copies[1].dst_pool, KvPool::kPrimary);
+  for (const KvBlockCopy& cp : copies) {
+    EXPECT_EQ(cp.num_tokens, KvBlockCopy::kWholeBlock);
+    EXPECT_TRUE(cp.wholeBlock(4));
+    EXPECT_EQ(cp.numTokens(4), 4);
+  }
+  const KvBlockCopy partial{KvPool::kPrimary, 0, KvPool::kPrimary, 1, 3};
+  EXPECT_EQ(partial.numTokens(4), 3);
+  EXPECT_FALSE(partial.wholeBlock(4));
+  const KvBlockCopy full_count{KvPool::kPrimary, 0, KvPool::kPrimary, 1, 4};
+  EXPECT_TRUE(full_count.wholeBlock(4));  // a count of every slot is the whole block
 }
 
 }  // namespace

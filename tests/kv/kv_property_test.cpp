@@ -47,7 +47,7 @@ class PropertyRun {
     cfg_.enable_block_reuse = !coin(0.1);
     cfg_.enable_partial_reuse = coin(0.7);
     cfg_.onboard_blocks = coin(0.85);
-    if (coin(0.35)) cfg_.max_attention_window = pick(T_, 4 * T_ + 3);
+    if (coin(0.35)) window_ = pick(T_, 4 * T_ + 3);
     const int32_t mins[] = {1, 35, 60};
     cfg_.secondary_offload_min_priority = mins[pick(0, 2)];
     cfg_.event_buffer_max_size = coin(0.5) ? 64 : 0;
@@ -56,6 +56,7 @@ class PropertyRun {
     KvCacheManagerOptions o;
     o.copier = mem_.get();
     o.clock = &clock_;
+    o.attention_window = window_.value_or(0);
     if (coin(0.2)) o.debug_hash_mask = 0x7;  // heavy hash collisions
     auto r = KvCacheManager::create(cfg_, np_, ns_, o);
     EXPECT_TRUE(r.isOk()) << r.status().toString();
@@ -68,7 +69,7 @@ class PropertyRun {
         "seed %llu: T=%d primary=%d secondary=%d reuse=%d partial=%d onboard=%d window=%d min_prio=%d "
         "greedy=%d",
         (unsigned long long)seed_, T_, np_, ns_, cfg_.enable_block_reuse, cfg_.enable_partial_reuse,
-        cfg_.onboard_blocks, cfg_.max_attention_window.value_or(0), cfg_.secondary_offload_min_priority,
+        cfg_.onboard_blocks, window_.value_or(0), cfg_.secondary_offload_min_priority,
         greedy_);
   }
 
@@ -94,7 +95,7 @@ class PropertyRun {
     if (!failed_) ADD_FAILURE() << describe() << ": " << what;
     failed_ = true;
   }
-  std::optional<int32_t> window() const { return cfg_.max_attention_window; }
+  std::optional<int32_t> window() const { return window_; }
 
   std::vector<TokenId> randomTokens(int32_t n) {
     std::vector<TokenId> v(n);
@@ -405,6 +406,7 @@ class PropertyRun {
   std::mt19937_64 rng_;
   int32_t T_ = 4, np_ = 8, ns_ = 0;
   KvCacheConfig cfg_;
+  std::optional<int32_t> window_;  // the manager's sliding window (KvCacheManagerOptions::attention_window)
   ManualKvClock clock_;
   std::unique_ptr<SimKvMemory> mem_;
   std::unique_ptr<KvCacheManager> m_;

@@ -171,8 +171,8 @@ TEST(KvReuseTest, ConcurrentDuplicatesShareTheCachedTwinAndTheChainGoesOn) {
   // Only b's two new blocks were stored (no second Stored for the twins, no Removed).
   int stored = 0, removed = 0;
   for (const auto& e : f.m->drainEvents()) {
-    stored += std::holds_alternative<KvEventStored>(e.data);
-    removed += std::holds_alternative<KvEventRemoved>(e.data);
+    stored += std::holds_alternative<KvCacheStoredData>(e.data);
+    removed += std::holds_alternative<KvCacheRemovedData>(e.data);
   }
   EXPECT_EQ(stored, 2);
   EXPECT_EQ(removed, 0);
@@ -301,7 +301,7 @@ TEST(KvReuseTest, DuplicateOfAnOffloadedBlockStaysPrivate) {
   const KvBlockInfo info = f.m->blockInfo(KvPool::kPrimary, f.m->blockTable(2)[0]);
   EXPECT_FALSE(info.in_tree);
   EXPECT_EQ(info.ref_count, 1);
-  for (const auto& e : f.m->drainEvents()) EXPECT_FALSE(std::holds_alternative<KvEventStored>(e.data));
+  for (const auto& e : f.m->drainEvents()) EXPECT_FALSE(std::holds_alternative<KvCacheStoredData>(e.data));
   const KvCacheStats s = f.m->stats();
   EXPECT_EQ(s.primary.used, 3);  // b's private block and c's two
   EXPECT_EQ(s.secondary.cached, 1);
@@ -404,11 +404,26 @@ TEST(KvReuseTest, StoredEventsCarryChainedHashes) {
   f.addAndPrefill(a);
   auto events = f.m->drainEvents();
   ASSERT_GE(events.size(), 3u);
-  ASSERT_TRUE(std::holds_alternative<KvEventCreated>(events[0].data));
-  EXPECT_EQ(std::get<KvEventCreated>(events[0].data).num_primary_blocks, 32);
-  std::vector<KvEventStored> stored;
+  ASSERT_TRUE(std::holds_alternative<KvCacheCreatedData>(events[0].data));
+  EXPECT_EQ(std::get<KvCacheCreatedData>(events[0].data).num_blocks_per_cache_level,
+            (std::vector<int32_t>{32, 0}));
+  EXPECT_EQ(std::get<KvCacheCreatedData>(events[0].data).tokens_per_block, 4);
+  // One block per Stored event; the flat view below is what a router sees.
+  struct Stored {
+    std::optional<uint64_t> parent_hash;
+    uint64_t block_hash;
+    std::vector<TokenId> tokens;
+    std::optional<uint64_t> lora_id;
+    int32_t priority;
+  };
+  std::vector<Stored> stored;
   for (auto& e : events)
-    if (auto* s = std::get_if<KvEventStored>(&e.data)) stored.push_back(*s);
+    if (auto* s = std::get_if<KvCacheStoredData>(&e.data)) {
+      ASSERT_EQ(s->blocks.size(), 1u);
+      const KvCacheStoredBlockData& b = s->blocks[0];
+      EXPECT_EQ(b.cache_level, kKvCacheLevelPrimary);
+      stored.push_back({s->parent_hash, b.block_hash, b.tokens, b.lora_id, b.priority});
+    }
   ASSERT_EQ(stored.size(), 2u);
   std::vector<uint64_t> extras;
   buildBlockExtras(a.extras, 0, 4, extras);

@@ -55,9 +55,9 @@ class SimKvMemory final : public KvBlockCopier {
     mem_[0].assign(static_cast<size_t>(num_primary) * tpb_, Cell{});
     mem_[1].assign(static_cast<size_t>(num_secondary) * tpb_, Cell{});
   }
-  Status copyBlocks(std::span<const BlockCopy> copies) override {
-    for (const BlockCopy& c : copies) {
-      const int32_t n = c.num_tokens > 0 ? c.num_tokens : tpb_;
+  Status copyBlocks(std::span<const KvBlockCopy> copies) override {
+    for (const KvBlockCopy& c : copies) {
+      const int32_t n = c.numTokens(tpb_);
       for (int32_t t = 0; t < n; ++t) cell(c.dst_pool, c.dst_block, t) = cell(c.src_pool, c.src_block, t);
       ++num_copies_;
     }

@@ -23,9 +23,9 @@ struct WinEnv {
   explicit WinEnv(int32_t np) : mem(kT, np, 0) {
     KvCacheConfig c;
     c.tokens_per_block = kT;
-    c.max_attention_window = kW;
     KvCacheManagerOptions o;
     o.copier = &mem;
+    o.attention_window = kW;
     auto r = KvCacheManager::create(c, np, 0, o);
     EXPECT_TRUE(r.isOk()) << r.status().toString();
     m = std::move(r).value();
@@ -151,6 +151,53 @@ TEST(KvWindowTest, ReleasedCachedBlocksBecomeReclaimable) {
   // The window passed block 4: the whole stored chain is released and reclaimable.
   EXPECT_EQ(e.m->numReclaimableBlocks(), 5);
   EXPECT_TRUE(e.m->checkInvariants().isOk());
+}
+
+// The manager releases by the window the engine resolved (KvCacheManagerOptions::attention_window:
+// the largest of the layers' windows, 0 when a layer attends fully), never by the config's
+// per-layer list, which it does not interpret.
+TEST(KvWindowTest, ReleasesByTheResolvedWindowOnly) {
+  auto run = [](int32_t window, std::vector<int32_t> config_list) {
+    SimKvMemory mem(kT, 32, 0);
+    KvCacheConfig c;
+    c.tokens_per_block = kT;
+    c.max_attention_window = std::move(config_list);
+    KvCacheManagerOptions o;
+    o.copier = &mem;
+    o.attention_window = window;
+    auto r = KvCacheManager::create(c, 32, 0, o);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    std::unique_ptr<KvCacheManager> m = std::move(r).value();
+    EXPECT_EQ(m->attentionWindow(), window);
+    SimSequence s{1, iota(13), {}, {}};
+    EXPECT_TRUE(m->addSequence(1, s.tokens).isOk());
+    EXPECT_EQ(runStep(*m, mem, s, window > 0 ? std::optional<int32_t>(window) : std::nullopt), "");
+    for (int i = 0; i < 30; ++i) {
+      s.tokens.push_back(100 + i);
+      s.refreshIds();
+      auto st = m->appendToken(1, 100 + i);
+      EXPECT_TRUE(st.isOk() && *st == KvAllocStatus::kOk);
+      EXPECT_EQ(runStep(*m, mem, s, window > 0 ? std::optional<int32_t>(window) : std::nullopt), "");
+    }
+    std::vector<BlockId> table(m->blockTable(1).begin(), m->blockTable(1).end());
+    EXPECT_TRUE(m->checkInvariants().isOk());
+    return table;
+  };
+  // A full-attention layer among windowed ones (resolved window 0): nothing is released.
+  std::vector<BlockId> full = run(0, {kW, 4096});
+  ASSERT_EQ(full.size(), 11u);  // 43 tokens in blocks of 4
+  for (BlockId b : full) EXPECT_NE(b, kNoBlock);
+  // The resolved window releases every block wholly below (43 - W + 1 = 36): blocks 0-8.
+  for (std::vector<int32_t> list : {std::vector<int32_t>{}, std::vector<int32_t>{2, kW}}) {
+    std::vector<BlockId> t = run(kW, list);
+    ASSERT_EQ(t.size(), 11u);
+    for (int32_t j = 0; j < 11; ++j) EXPECT_EQ(t[static_cast<size_t>(j)] == kNoBlock, j < 9) << "block " << j;
+  }
+  KvCacheManagerOptions bad;
+  bad.attention_window = -1;
+  auto r = KvCacheManager::create(KvCacheConfig{}, 8, 0, bad);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("attention_window"));
 }
 
 }  // namespace

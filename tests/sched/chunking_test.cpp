@@ -38,8 +38,8 @@ TEST(Chunking, EqualProgressGivesOneBlockToEachPerRound) {
 TEST(Chunking, ChunksEndOnBlockBoundariesExceptTheLast) {
   auto c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{5, 200}}, 50);
   EXPECT_EQ(c[0], 43);  // 5 + 43 = 48, a multiple of 16
-  c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 200}}, 15);
-  EXPECT_EQ(c[0], 0);  // less than a block: wait
+  c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 200}, {0, 200}}, 40);
+  EXPECT_EQ(c, (std::vector<int32_t>{32, 0}));  // the 8 left are less than a block: the second waits
   c = chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 10}}, 15);
   EXPECT_EQ(c[0], 10);
 }
@@ -55,6 +55,24 @@ TEST(Chunking, StepsSmallerThanABlockCutChunksAnywhere) {
     // Without chunking a context longer than the step (a resumed one) is chunked the same way.
     EXPECT_EQ(chunks(p, {{0, 5}}, 3, false, 16, 3)[0], 3);
   }
+}
+
+TEST(Chunking, ContextBudgetsSmallerThanABlockCutChunksAnywhere) {
+  // max_num_tokens 32 = tokens_per_block, one generation token already taken: 31 tokens for
+  // contexts. Aligned chunks would all be empty until nothing generates (item 8 of the bug
+  // issue: 88 steps instead of 29 for 4 prompts of 66 tokens, see the scheduler test).
+  for (auto p : {ContextChunkingPolicy::kFirstComeFirstServed, ContextChunkingPolicy::kEqualProgress}) {
+    EXPECT_EQ(chunks(p, {{0, 66}}, 31, true, 32, 32), (std::vector<int32_t>{31}));
+    EXPECT_EQ(chunks(p, {{31, 66}}, 30, true, 32, 32), (std::vector<int32_t>{30}));  // no realignment
+    EXPECT_EQ(chunks(p, {{61, 66}}, 30, true, 32, 32), (std::vector<int32_t>{5}));   // the last chunk
+    // Earlier candidates came first (EQUAL_PROGRESS shares the budget a token at a time).
+    const auto two = chunks(p, {{0, 66}, {0, 66}}, 31, true, 32, 32);
+    EXPECT_EQ(two[0] + two[1], 31);
+    EXPECT_EQ(two[0], p == ContextChunkingPolicy::kFirstComeFirstServed ? 31 : 16);
+  }
+  // A context budget of a block or more keeps the alignment.
+  EXPECT_EQ(chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{0, 66}}, 32, true, 32, 32)[0], 32);
+  EXPECT_EQ(chunks(ContextChunkingPolicy::kFirstComeFirstServed, {{31, 200}}, 40, true, 32, 64)[0], 33);
 }
 
 TEST(Chunking, WithoutChunkingContextsRunWholeInOrder) {

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "kv/kv_backend.h"
 #include "kv/kv_cache_manager.h"
@@ -44,7 +46,7 @@ class Sim {
     for (int32_t i = 0; i < prompt_len; ++i) r->tokens.push_back(1 + (salt * 131 + i * 7) % 400);
     r->s.id = static_cast<SequenceId>(reqs_.size() + 1);
     r->s.arrival = r->s.id;
-    r->s.tokens = &r->tokens;
+    r->s.tokens = r->tokens;
     r->s.prompt_len = prompt_len;
     r->s.max_new_tokens = max_new;
     reqs_.push_back(std::move(r));
@@ -62,24 +64,36 @@ class Sim {
     auto plan = sched_->schedule(ptrs);
     EXPECT_TRUE(plan.isOk()) << plan.status().toString();
     if (!plan.isOk()) return log;
-    EXPECT_TRUE(kv_->flushCopies().isOk());
+    EXPECT_TRUE(copier_.copyBlocks(plan->copies).isOk());  // the plan carries the step's copies
+    EXPECT_FALSE(kv_->hasPendingCopies());
     bool seen_ctx = false;
     for (const ScheduledSequence& e : plan->sequences) {
       if (e.is_context) seen_ctx = true;
       else EXPECT_FALSE(seen_ctx) << "generation entries come first";
       (e.is_context ? log.ctx : log.gen).emplace_back(e.request->id, e.num_tokens);
-      EXPECT_EQ(kv_->numComputedTokens(e.request->id) + e.num_tokens, kv_->numAllocatedTokens(e.request->id));
-      EXPECT_TRUE(kv_->markComputed(e.request->id, e.num_tokens).isOk());
+      // The plan says what the runner computes: [num_cached, + num_tokens) with its block table.
+      EXPECT_EQ(e.num_cached, kv_->numComputedTokens(e.request->id));
+      EXPECT_EQ(e.num_cached + e.num_tokens, kv_->numAllocatedTokens(e.request->id));
+      const auto table = kv_->blockTable(e.request->id);
+      EXPECT_TRUE(std::equal(table.begin(), table.end(), e.block_table.begin(), e.block_table.end()));
+      EXPECT_FALSE(e.fed_last);
     }
     for (auto* r : plan->admitted) log.admitted.push_back(r->id);
     for (auto* r : plan->paused) log.paused.push_back(r->id);
     for (auto* r : plan->resumed) log.resumed.push_back(r->id);
     for (auto& [r, st] : plan->failed) log.failed.push_back(r->id);
-    sched_->onStepComplete(*plan);
+    // The step ran: the scheduler marks the KV computed and places each sample's placeholder.
+    EXPECT_TRUE(sched_->onLaunched(*plan).isOk());
     for (const ScheduledSequence& e : plan->sequences) {
+      EXPECT_EQ(kv_->numComputedTokens(e.request->id), e.num_cached + e.num_tokens);
       if (!e.sample) continue;
       SimReq& r = *reqs_[e.request->id - 1];
-      r.tokens.push_back(450 + r.s.numGenerated() % 50);
+      EXPECT_EQ(e.token_pos, static_cast<int32_t>(r.s.tokens.size()) - 1);
+      EXPECT_EQ(r.s.tokens.back(), kPendingToken);
+      const TokenId tok = 450 + (r.s.numGenerated() - 1) % 50;
+      EXPECT_TRUE(sched_->onTokenKnown(r.s, e.token_pos, tok).isOk());
+      r.tokens.push_back(tok);
+      EXPECT_EQ(r.s.tokens, r.tokens);
       if (r.s.numGenerated() >= r.s.max_new_tokens) EXPECT_TRUE(sched_->release(r.s).isOk());
     }
     EXPECT_TRUE(kv_->checkInvariants().isOk());
@@ -201,6 +215,95 @@ TEST(Scheduler, GenerationIsScheduledBeforeNewContextUnderTheTokenBudget) {
   EXPECT_EQ(l.gen[0], (std::pair<SequenceId, int32_t>{1, 1}));
   ASSERT_EQ(l.ctx.size(), 1u);
   EXPECT_EQ(l.ctx[0].second, 12);  // 16 - 1 rounded down to whole blocks
+}
+
+
+// The tree blocks holding tokens[0, n * T) of a sequence, walked from the root by key
+// tokens and parent hash (several requests share the generated tokens' ids).
+std::vector<KvBlockInfo> cachedChain(const KvCacheManager& kv, const std::vector<TokenId>& tokens) {
+  const int32_t T = kv.tokensPerBlock();
+  const int32_t n_blocks = kv.stats().primary.total;
+  std::vector<KvBlockInfo> chain;
+  for (size_t i = 0; (i + 1) * T <= tokens.size(); ++i) {
+    std::optional<KvBlockInfo> found;
+    for (BlockId b = 0; b < n_blocks && !found; ++b) {
+      KvBlockInfo info = kv.blockInfo(KvPool::kPrimary, b);
+      if (!info.in_tree) continue;
+      const std::optional<uint64_t> parent = chain.empty() ? std::nullopt : std::optional(chain.back().hash);
+      if (info.parent_hash != parent) continue;
+      if (std::equal(info.tokens.begin(), info.tokens.end(), tokens.begin() + static_cast<ptrdiff_t>(i * T)))
+        found = info;
+    }
+    if (!found) break;
+    chain.push_back(*found);
+  }
+  return chain;
+}
+
+TEST(Scheduler, ResumedSequenceKeepsDecodePriorityForItsGeneratedBlocks) {
+  // Bug issue item 2: a resumed sequence re-enters the KV cache with all its tokens as "prompt";
+  // its generated tokens' blocks then took the prompt range's priority (80) instead of
+  // decode_retention_priority (10). The scheduler now passes the prompt length along.
+  KvCacheRetentionConfig rc;
+  rc.token_range_retention_configs = {{0, std::nullopt, 80, std::nullopt}};
+  rc.decode_retention_priority = 10;
+  Sim sim(4, 10, opts(CapacitySchedulerPolicy::kMaxUtilization));
+  for (int i = 0; i < 4; ++i) sim.add(8, 12, i).s.add_options.retention = rc;
+  std::map<SequenceId, int32_t> generated_at_pause;
+  for (int step = 0; step < 1000 && !sim.allDone(); ++step) {
+    StepLog l = sim.step();
+    for (SequenceId id : l.paused) generated_at_pause[id] = sim.req(id - 1).s.numGenerated();
+  }
+  ASSERT_TRUE(sim.allDone());
+  // A pause after 4 or more generated tokens resumes with a whole generated block (tokens 8-11)
+  // inside the old "prompt".
+  int checked = 0;
+  for (auto [id, generated] : generated_at_pause) {
+    if (generated < 4) continue;
+    const SimReq& r = sim.req(id - 1);
+    EXPECT_GT(r.s.num_pauses, 0);
+    const auto chain = cachedChain(sim.kv(), r.tokens);
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const bool prompt_block = static_cast<int32_t>(i) * 4 < r.s.prompt_len;
+      EXPECT_EQ(chain[i].priority, prompt_block ? 80 : 10) << "request " << id << " block " << i;
+      checked += prompt_block ? 0 : 1;
+    }
+  }
+  EXPECT_GT(checked, 0) << "no generated block of a resumed request is left to check";
+}
+
+TEST(Scheduler, MaxNumTokensOfOneBlockStillAdvancesPromptsWhileOthersGenerate) {
+  // Bug issue item 8: max_num_tokens = tokens_per_block = 32, 4 prompts of 66 tokens, 20 new
+  // tokens each. Chunks had to end on block boundaries, and the generation tokens left fewer
+  // than 32 tokens for contexts, so each prompt waited until every earlier request had finished
+  // generating: 88 steps. Steps whose context budget is less than a block now cut chunks
+  // anywhere: 29 steps. Blocks a later chunk completes are still stored for reuse.
+  using CP = CapacitySchedulerPolicy;
+  using CC = ContextChunkingPolicy;
+  for (auto policy : {CP::kGuaranteedNoEvict, CP::kMaxUtilization})
+    for (auto chunking : {CC::kFirstComeFirstServed, CC::kEqualProgress}) {
+      SCOPED_TRACE(std::string(toString(policy)) + " " + std::string(toString(chunking)));
+      Sim sim(32, 64, opts(policy, 32, 16, true, chunking));
+      for (int i = 0; i < 4; ++i) sim.add(66, 20, i);
+      auto logs = sim.runToEnd();
+      EXPECT_EQ(logs.size(), 29u);
+      int unaligned_chunks = 0;
+      for (const auto& l : logs) {
+        int32_t tokens = 0;
+        for (const auto& g : l.gen) tokens += g.second;
+        for (const auto& c : l.ctx) {
+          tokens += c.second;
+          unaligned_chunks += c.second % 32 != 0 ? 1 : 0;
+        }
+        EXPECT_LE(tokens, 32);
+      }
+      EXPECT_GT(unaligned_chunks, 4);  // more than each prompt's last chunk
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(sim.req(i).s.numGenerated(), 20);
+        // Both full blocks were stored for reuse, though chunks ended inside them.
+        EXPECT_EQ(cachedChain(sim.kv(), sim.req(i).tokens).size(), 2u) << "request " << i;
+      }
+    }
 }
 
 }  // namespace
