@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/row_sampling.h"
+#include "core/kv_block_copy.h"
 #include "core/tensor.h"
 #include "llmrt/status.h"
 
@@ -35,12 +36,19 @@ struct KvPoolGeometry {
   size_t bytesPerBlock() const { return static_cast<size_t>(elementsPerBlock()) * dtypeSize(dtype); }
 };
 
+// A block-table entry of a block the KV cache manager released (it left every layer's
+// sliding window; the manager's kNoBlock). Allowed only where no row of the step reads it
+// (StepInputs::attention_window); attention never reads it.
+inline constexpr int32_t kNoKvBlock = -1;
+
 // One sequence of a step: its rows in the packed batch and its cache.
 struct StepSeq {
   int64_t q_start = 0;                   // first row of this sequence in the packed activations
   int64_t q_len = 0;                     // new tokens this step
   int64_t kv_len = 0;                    // tokens in the cache after this step (cached + new); new ones are the last q_len
-  std::span<const int32_t> block_table;  // block ids covering positions [0, kv_len) in order
+  // Block ids covering positions [0, kv_len) in order; kNoKvBlock for blocks wholly below
+  // every row's window (see StepInputs::attention_window).
+  std::span<const int32_t> block_table;
   int32_t rope_table = 0;                // which of StepInputs::rope_inv_freq's tables rotates its tokens
 };
 
@@ -68,17 +76,15 @@ struct StepInputs {
   std::span<const float> rope_inv_freq;
   int64_t rotary_dim = 0;               // <= head_dim; the first rotary_dim features rotate
   float rope_attention_scaling = 1.0f;  // multiplies cos and sin (yarn)
+  // The widest sliding window any attention op of this step uses (tokens; 0 = some op attends
+  // fully). A row at position p then reads no key below p - attention_window + 1, so block
+  // tables may hold kNoKvBlock for blocks wholly below their sequence's first row's window;
+  // attention ops of the step must use windows in [1, attention_window] when any table does.
+  int64_t attention_window = 0;
 };
 
-// A block copy between pools (offload / onboard / partial-reuse copy).
-enum class KvPoolKind : uint8_t { kPrimary, kSecondary };
-struct KvBlockCopy {
-  KvPoolKind src_pool = KvPoolKind::kPrimary;
-  int32_t src_block = 0;
-  KvPoolKind dst_pool = KvPoolKind::kPrimary;
-  int32_t dst_block = 0;
-  int32_t num_tokens = -1;  // -1: the whole block; else the first num_tokens token slots
-};
+// Block copies between pools (offload / onboard / partial-reuse copy): KvPool and
+// KvBlockCopy (core/kv_block_copy.h), the type the KV cache manager queues.
 
 // Where a backend's memory is (bytes); zeros for what a backend does not have.
 struct BackendMemoryStats {
@@ -149,7 +155,7 @@ class Backend {
   virtual DType preferredKvDtype() const { return DType::kF32; }
   // Reads one block of a pool as float32 ([layers][2][kv_heads][tokens_per_block][head_dim]
   // into `dst`, geometry().elementsPerBlock() floats). For tests and debugging.
-  virtual Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) = 0;
+  virtual Status readKvBlock(KvPool pool, int32_t block, float* dst) = 0;
 
   // ---- steps ----------------------------------------------------------------
   // Sizes the activation workspace for steps of up to `max_tokens` tokens and
@@ -214,7 +220,9 @@ class Backend {
   virtual void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) = 0;
   // Paged attention over the primary pool for `layer` and the step's sequences:
   // q [T, heads*head_dim] -> out [T, heads*head_dim]. Causal; with sliding_window W > 0
-  // a query at position p sees keys (p - W, p].
+  // a query at position p sees keys (p - W, p]. Keys below that are never read (their blocks
+  // may be released, kNoKvBlock); where the step's tables hold released blocks, W must be in
+  // [1, StepInputs::attention_window] (the CUDA backend fails the step otherwise).
   virtual void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window,
                          float scale, TensorView out) = 0;
   // ropeWriteKv then attention (this default). The pool and `out` end as the two ops leave them;
@@ -270,9 +278,6 @@ class Backend {
     (void)out;
     return unimplemented("waitSamples: not supported by backend " + name());
   }
-  // Whether the ops run behind the host (a device stream) so that preparing the next
-  // step while this one runs hides the host's work (ExecutorConfig::overlap "auto").
-  virtual bool runsAhead() const { return false; }
   // Whether sampleRows should sample these rows of a `vocab`-wide step (the backend knows
   // when the host would be faster).
   virtual bool samplesRows(std::span<const RowSampling> rows, int64_t vocab) const {

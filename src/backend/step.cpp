@@ -17,6 +17,8 @@ Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& g, HostStep& o
     return stepError("token_ids, positions and slots have " + std::to_string(T) + ", " +
                      std::to_string(in.positions.size()) + " and " + std::to_string(in.slots.size()) +
                      " entries; expected the same count");
+  if (in.attention_window < 0)
+    return stepError("attention_window " + std::to_string(in.attention_window) + "; expected >= 0 (0 = full)");
   if (in.rotary_dim < 0 || in.rotary_dim % 2 != 0 || in.rotary_dim > g.head_dim)
     return stepError("rotary_dim " + std::to_string(in.rotary_dim) + " must be even and in [0, " +
                      std::to_string(g.head_dim) + "]");
@@ -41,6 +43,8 @@ Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& g, HostStep& o
   out.tables.clear();
   out.max_kv_len = 0;
   out.max_q_len = 0;
+  out.attention_window = in.attention_window;
+  out.has_released = false;
 
   for (size_t i = 0; i < T; ++i)
     if (out.slots[i] >= num_slots)
@@ -64,11 +68,24 @@ Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& g, HostStep& o
       return stepError(name + " uses RoPE table " + std::to_string(q.rope_table) + " of " +
                        std::to_string(num_tables));
     HostStep::Seq hs{q.q_start, q.q_len, q.kv_len, static_cast<int64_t>(out.tables.size()), blocks, q.rope_table};
+    // The lowest key any row may read: the window of the first row (later rows see less).
+    // Blocks wholly below it may have been released by the KV cache manager.
+    const int64_t read_lo =
+        in.attention_window > 0 ? std::max<int64_t>(0, q.kv_len - q.q_len - in.attention_window + 1) : 0;
     for (int64_t b = 0; b < blocks; ++b) {
       const int32_t id = q.block_table[static_cast<size_t>(b)];
-      if (id < 0 || id >= g.num_blocks)
+      if (id == kNoKvBlock && (b + 1) * tpb <= read_lo) {
+        hs.min_key = (b + 1) * tpb;
+        out.has_released = true;
+      } else if (id < 0 || id >= g.num_blocks) {
+        if (id == kNoKvBlock)
+          return stepError(name + " has a released block (kNoKvBlock) at block " + std::to_string(b) +
+                           " (positions " + std::to_string(b * tpb) + ".." + std::to_string((b + 1) * tpb - 1) +
+                           ") that its rows read: they see keys from position " + std::to_string(read_lo) +
+                           " (attention_window " + std::to_string(in.attention_window) + ", 0 = full)");
         return stepError(name + " has block id " + std::to_string(id) + " outside the pool of " +
                          std::to_string(g.num_blocks) + " blocks");
+      }
       out.tables.push_back(id);
     }
     for (int64_t r = q.q_start; r < q.q_start + q.q_len; ++r) out.row_rope_table[static_cast<size_t>(r)] = q.rope_table;

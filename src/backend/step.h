@@ -19,6 +19,9 @@ struct HostStep {
     int64_t table_offset = 0;  // into `tables`
     int64_t table_len = 0;     // blocks covering [0, kv_len)
     int32_t rope_table = 0;
+    // Keys below this position sit in released blocks (kNoKvBlock entries: no row of the step
+    // reads them); 0 when the table holds none.
+    int64_t min_key = 0;
   };
   std::vector<int32_t> token_ids;       // [T]
   std::vector<int32_t> positions;       // [T]
@@ -34,14 +37,22 @@ struct HostStep {
   float rope_scaling = 1.0f;
   int64_t max_kv_len = 0;
   int64_t max_q_len = 0;
+  int64_t attention_window = 0;  // StepInputs::attention_window
+  bool has_released = false;     // some table holds kNoKvBlock
 
   int64_t numTokens() const { return static_cast<int64_t>(token_ids.size()); }
+  // Whether an attention op with this window (0 = full) reads only blocks the tables hold:
+  // always without released blocks; else a window in [1, attention_window].
+  bool windowCovered(int64_t window) const {
+    return !has_released || (window > 0 && attention_window > 0 && window <= attention_window);
+  }
   const int32_t* table(const Seq& s) const { return tables.data() + s.table_offset; }
 };
 
 // Checks `in` (row counts agree, sequences cover the rows in order, block tables
-// cover kv_len with ids inside the pool, slots inside the pool, logits rows and
-// RoPE tables in range) and copies it into `out`, reusing out's memory.
+// cover kv_len with ids inside the pool — or kNoKvBlock for blocks wholly below the
+// window of the sequence's first row, given in.attention_window —, slots inside the
+// pool, logits rows and RoPE tables in range) and copies it into `out`, reusing out's memory.
 Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& geometry, HostStep& out);
 
 }  // namespace llmrt

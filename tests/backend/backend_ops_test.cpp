@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "llmrt/engine_config.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -33,7 +34,17 @@ struct Mode {
   DType weight;
   DType kv;
   const char* name;
+  CudaTuning tuning = {};  // the backend's switches: the variants device_check once ran with variables set
 };
+
+void PrintTo(const Mode& m, std::ostream* os) { *os << m.name; }
+
+// bf16 with one switch of CudaTuning moved from its default (each the peer of a fast path).
+Mode tuned(const char* name, void (*set)(CudaTuning&)) {
+  Mode m{DType::kBF16, DType::kBF16, name};
+  set(m.tuning);
+  return m;
+}
 
 std::vector<float> randomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> d(0.0f, scale);
@@ -136,6 +147,7 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
     CudaBackendOptions o;
     o.weight_dtype = GetParam().weight;
     o.kv_dtype = GetParam().kv;
+    o.tuning = GetParam().tuning;
     auto r = createCudaBackend(o);
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     gpu_ = std::move(*r);
@@ -546,12 +558,11 @@ TEST_P(BackendOps, LinearAddNormLinearIsTheThreeOpsToTheBit) {
 }
 
 // A row's linearAddNormLinear result is the same bits whatever rows share its step, for steps the
-// matrix-vector kernels serve (split or not): up to 2 rows, up to LLMRT_CUDA_GEMV_ROWS (at most 8)
-// when set, as device_check.sh runs it. (Larger steps take cuBLAS, whose bits depend on the rows.)
+// matrix-vector kernels serve (split or not): up to the mode's gemv_rows (2 by default, 8 in the
+// gemv8 modes). (Larger steps take cuBLAS, whose bits depend on the rows.)
 TEST_P(BackendOps, LinearAddNormLinearRowsDoNotDependOnTheBatch) {
   if (!halfWeights()) GTEST_SKIP() << "float32 weights take cuBLAS, not the matrix-vector kernel";
-  const char* env_rows = std::getenv("LLMRT_CUDA_GEMV_ROWS");
-  const int64_t k = 512, h = 4096, n = 6144, rows = env_rows ? std::clamp<int64_t>(std::atoi(env_rows), 1, 8) : 2;
+  const int64_t k = 512, h = 4096, n = 6144, rows = std::clamp<int64_t>(GetParam().tuning.gemv_rows, 1, 8);
   std::vector<float> w1 = randomVec(static_cast<size_t>(h * k), rng_, 0.05f);
   std::vector<float> w2 = randomVec(static_cast<size_t>(n * h), rng_, 0.05f);
   auto [w1c, w1g] = weight(w1, Shape{h, k});
@@ -643,8 +654,8 @@ TEST_P(BackendOps, RopeWriteKv) {
     const size_t per = static_cast<size_t>(g.elementsPerBlock());
     std::vector<float> a(per), b(per);
     for (int32_t blk = 0; blk < blocks; ++blk) {
-      ASSERT_TRUE(cpu_->readKvBlock(KvPoolKind::kPrimary, blk, a.data()).isOk());
-      ASSERT_TRUE(gpu_->readKvBlock(KvPoolKind::kPrimary, blk, b.data()).isOk());
+      ASSERT_TRUE(cpu_->readKvBlock(KvPool::kPrimary, blk, a.data()).isOk());
+      ASSERT_TRUE(gpu_->readKvBlock(KvPool::kPrimary, blk, b.data()).isOk());
       expectClose(b, a, halfKv() ? 4e-3 : 1e-6, halfKv() ? 0.05 : 1e-5, "pool block " + std::to_string(blk),
                   halfStep(gpuKv()));
     }
@@ -681,33 +692,33 @@ TEST_P(BackendOps, WriteKvAndCopyBlocks) {
     gpu_->ropeWriteKv(layer, columns(gv, 1, 0), columns(gv, 1, KV), columns(gv, 1 + KV, KV), g.head_dim);
   }
   std::vector<KvBlockCopy> copies{
-      {KvPoolKind::kPrimary, 3, KvPoolKind::kSecondary, 1, -1},
-      {KvPoolKind::kSecondary, 1, KvPoolKind::kPrimary, 10, -1},
-      {KvPoolKind::kPrimary, 5, KvPoolKind::kPrimary, 11, 7},
-      {KvPoolKind::kPrimary, 6, KvPoolKind::kSecondary, 2, 9},
-      {KvPoolKind::kPrimary, 0, KvPoolKind::kPrimary, 9, 16},
+      {KvPool::kPrimary, 3, KvPool::kSecondary, 1, -1},
+      {KvPool::kSecondary, 1, KvPool::kPrimary, 10, -1},
+      {KvPool::kPrimary, 5, KvPool::kPrimary, 11, 7},
+      {KvPool::kPrimary, 6, KvPool::kSecondary, 2, 9},
+      {KvPool::kPrimary, 0, KvPool::kPrimary, 9, 16},
   };
   ASSERT_TRUE(cpu_->copyKvBlocks(copies).isOk());
   ASSERT_TRUE(gpu_->copyKvBlocks(copies).isOk());
   const size_t per = static_cast<size_t>(g.elementsPerBlock());
   std::vector<float> a(per), b(per);
-  for (KvPoolKind pool : {KvPoolKind::kPrimary, KvPoolKind::kSecondary}) {
-    const int32_t n = pool == KvPoolKind::kPrimary ? static_cast<int32_t>(g.num_blocks) : 4;
+  for (KvPool pool : {KvPool::kPrimary, KvPool::kSecondary}) {
+    const int32_t n = pool == KvPool::kPrimary ? static_cast<int32_t>(g.num_blocks) : 4;
     for (int32_t blk = 0; blk < n; ++blk) {
       ASSERT_TRUE(cpu_->readKvBlock(pool, blk, a.data()).isOk());
       ASSERT_TRUE(gpu_->readKvBlock(pool, blk, b.data()).isOk());
       expectClose(b, a, 0.0, 0.0,
-                  std::string(pool == KvPoolKind::kPrimary ? "primary" : "secondary") + " block " +
+                  std::string(pool == KvPool::kPrimary ? "primary" : "secondary") + " block " +
                       std::to_string(blk));
     }
   }
-  EXPECT_FALSE(gpu_->readKvBlock(KvPoolKind::kSecondary, 4, b.data()).isOk());
+  EXPECT_FALSE(gpu_->readKvBlock(KvPool::kSecondary, 4, b.data()).isOk());
   // A list with one bad id is refused whole (nothing enqueued) and the backend keeps working.
-  std::vector<KvBlockCopy> bad{{KvPoolKind::kPrimary, 4, KvPoolKind::kSecondary, 0, -1},
-                               {KvPoolKind::kSecondary, 4, KvPoolKind::kPrimary, 1, -1}};
+  std::vector<KvBlockCopy> bad{{KvPool::kPrimary, 4, KvPool::kSecondary, 0, -1},
+                               {KvPool::kSecondary, 4, KvPool::kPrimary, 1, -1}};
   EXPECT_FALSE(gpu_->copyKvBlocks(bad).isOk());
-  ASSERT_TRUE(gpu_->readKvBlock(KvPoolKind::kSecondary, 0, b.data()).isOk());
-  ASSERT_TRUE(cpu_->readKvBlock(KvPoolKind::kSecondary, 0, a.data()).isOk());
+  ASSERT_TRUE(gpu_->readKvBlock(KvPool::kSecondary, 0, b.data()).isOk());
+  ASSERT_TRUE(cpu_->readKvBlock(KvPool::kSecondary, 0, a.data()).isOk());
   expectClose(b, a, 0.0, 0.0, "secondary block 0 after a refused list");
 }
 
@@ -841,8 +852,8 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
     const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {1, 2 * c.tpb + 1}};
     const std::vector<SeqSpec>& specs = c.decode ? decode : mixed;
     const int64_t group = c.heads / c.kv_heads;
-    const char* off = std::getenv("LLMRT_CUDA_DISABLE");  // ropefuse / mmadecode: the two ops always
-    const bool switched_off = off && (std::strstr(off, "ropefuse") || std::strstr(off, "mmadecode"));
+    // Without the fused kernel or the tensor-core decode kernel: the two ops always.
+    const bool switched_off = !GetParam().tuning.rope_fusion || !GetParam().tuning.mma_decode;
     const bool fused = halfKv() && c.decode && (c.head_dim == 64 || c.head_dim == 128) && group <= 8 &&
                        c.rotary_dim == c.head_dim && !switched_off;
     SCOPED_TRACE("hd " + std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
@@ -864,7 +875,7 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
     auto pools = [&](Backend& b) {
       std::vector<float> all(per * static_cast<size_t>(num_blocks));
       for (int32_t blk = 0; blk < num_blocks; ++blk)
-        EXPECT_TRUE(b.readKvBlock(KvPoolKind::kPrimary, blk, all.data() + per * static_cast<size_t>(blk)).isOk());
+        EXPECT_TRUE(b.readKvBlock(KvPool::kPrimary, blk, all.data() + per * static_cast<size_t>(blk)).isOk());
       return all;
     };
     for (int64_t layer = 0; layer < layers; ++layer) {
@@ -955,7 +966,7 @@ TEST_P(BackendOps, LongContextsAtFarPoolOffsets) {
           std::vector<float> all;
           for (int64_t slot : slots) {
             std::vector<float> blk(per);
-            EXPECT_TRUE(b.readKvBlock(KvPoolKind::kPrimary, static_cast<int32_t>(slot / c.tpb), blk.data()).isOk());
+            EXPECT_TRUE(b.readKvBlock(KvPool::kPrimary, static_cast<int32_t>(slot / c.tpb), blk.data()).isOk());
             all.insert(all.end(), blk.begin(), blk.end());
           }
           return all;
@@ -1214,6 +1225,62 @@ TEST_P(BackendOps, FailedRecordingRunsTheStepOpByOp) {
   expectClose(get(*gpu_, yg), get(*cpu_, yc), 2e-6, 1e-4, "rmsNorm after a failed recording");
 }
 
+// A backend destroyed with work in flight — a weight upload converted on the device and never
+// finished (staging buffers held), an offload copy on the copy stream, a recorded graph, a result
+// never waited for — gives all its device memory back: the second of two such lifetimes leaves as
+// much free as the first (which also loads the kernels) did. Run under compute-sanitizer, this is
+// the teardown's memcheck / leak check.
+TEST_P(BackendOps, DestroyedWithWorkInFlightReturnsItsMemory) {
+#if LLMRT_HAVE_CUDA
+  const int64_t vocab = 4096, dim = 4096, n = 4;
+  const DType src = weights() == DType::kF32 ? DType::kBF16 : DType::kF32;  // converted on the device
+  std::vector<float> table_f32 = randomVec(static_cast<size_t>(vocab * dim), rng_);
+  std::vector<uint8_t> table_src(table_f32.size() * dtypeSize(src));
+  convertFromF32(table_f32.data(), table_src.data(), src, table_f32.size());
+  const std::vector<int32_t> ids{0, 17, 4095, 17}, pos{0, 1, 2, 3}, table{0};
+  const std::vector<int64_t> slots(static_cast<size_t>(n), -1);
+  const StepSeq seq{0, n, n, table, 0};
+  auto lifetime = [&](uint64_t free_before) {
+    CudaBackendOptions o;
+    o.weight_dtype = GetParam().weight;
+    o.kv_dtype = GetParam().kv;
+    o.tuning = GetParam().tuning;
+    auto r = createCudaBackend(o);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    std::unique_ptr<Backend> b = std::move(*r);
+    ASSERT_TRUE(b->allocateKvPools(KvPoolGeometry{64, 2, 2, 64, 16, gpuKv()}, 8).isOk());
+    const std::vector<KvBlockCopy> offload{
+        {KvPool::kPrimary, 3, KvPool::kSecondary, 1, KvBlockCopy::kWholeBlock}};
+    ASSERT_TRUE(b->copyKvBlocks(offload).isOk());
+    std::vector<TensorView> parts{TensorView(table_src.data(), src, Shape{vocab, dim})};
+    auto e = b->loadWeight(parts, "model.embed_tokens.weight");  // (no finishWeights)
+    ASSERT_TRUE(e.isOk()) << e.status().toString();
+    TensorView out = b->scratch(0, n, dim);
+    ASSERT_NE(out.data, nullptr);
+    StepInputs in;
+    in.token_ids = ids;
+    in.positions = pos;
+    in.slots = slots;
+    in.seqs = std::span<const StepSeq>(&seq, 1);
+    ASSERT_TRUE(b->beginStep(in).isOk());
+    for (int i = 0; i < 2; ++i) b->recordOrReplay(5, [&] { b->embedding(*e, out); });  // records, replays
+    auto ticket = b->argmaxRowsAsync(out);
+    ASSERT_TRUE(ticket.isOk()) << ticket.status().toString();
+    // The weight (32 MiB at least) and the cuBLAS workspace (32 MiB) are out of the free memory.
+    EXPECT_LE(b->freeMemoryBytes() + (uint64_t{48} << 20), free_before);
+  };
+  lifetime(gpu_->freeMemoryBytes());
+  if (HasFatalFailure()) return;
+  const uint64_t free1 = gpu_->freeMemoryBytes();
+  lifetime(free1);
+  if (HasFatalFailure()) return;
+  const uint64_t free2 = gpu_->freeMemoryBytes();
+  // (Allocation granularity and driver bookkeeping: a few MiB; what a lifetime holds is far more.)
+  EXPECT_LE(free1 - std::min(free1, free2), uint64_t{8} << 20)
+      << "a destroyed backend kept " << (free1 - std::min(free1, free2)) << " bytes of device memory";
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, BackendOps,
                          ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},
                                            Mode{DType::kBF16, DType::kF32, "bf16_weights"},
@@ -1221,6 +1288,21 @@ INSTANTIATE_TEST_SUITE_P(Modes, BackendOps,
                                            Mode{DType::kF16, DType::kF16, "fp16"},
                                            Mode{DType::kBF16, DType::kF16, "bf16_weights_fp16_kv"},
                                            Mode{DType::kF16, DType::kF32, "fp16_weights"}),
+                         [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
+// The same ops with one CUDA switch moved (in-process: each mode builds its own backend): the
+// scalar RMSNorm / RoPE kernels, RoPE and the KV write as two kernels beside attention, the
+// matrix-vector kernel for products of up to 8 rows with the norm split over up to 8 rows or none.
+INSTANTIATE_TEST_SUITE_P(Tuned, BackendOps,
+                         ::testing::Values(tuned("bf16_no_vector_ops", [](CudaTuning& t) { t.vector_ops = false; }),
+                                           tuned("bf16_no_rope_fusion", [](CudaTuning& t) { t.rope_fusion = false; }),
+                                           tuned("bf16_gemv8", [](CudaTuning& t) { t.gemv_rows = 8; }),
+                                           tuned("bf16_gemv8_norm_split8",
+                                                 [](CudaTuning& t) { t.gemv_rows = t.norm_split_rows = 8; }),
+                                           tuned("bf16_gemv8_no_norm_split",
+                                                 [](CudaTuning& t) {
+                                                   t.gemv_rows = 8;
+                                                   t.norm_split_rows = 0;
+                                                 })),
                          [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -3,6 +3,7 @@
 // block through the sequence's block table. GQA: query head h reads kv head
 // h / (num_heads / num_kv_heads).
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <vector>
 
@@ -32,7 +33,12 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
       const int64_t local = item - item_start[s];
       const int64_t t = local / num_heads, h = local % num_heads, kvh = h / group;
       const int64_t pos = seq.kv_len - seq.q_len + t;  // this token's position
-      const int64_t lo = sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
+      int64_t lo = sliding_window > 0 ? std::max<int64_t>(0, pos - sliding_window + 1) : 0;
+      // Keys below min_key sit in released blocks (kNoKvBlock): never read. The model's
+      // windows keep lo above it (HostStep::windowCovered); a wider window is a programmer
+      // error, and the clamp keeps even that from reading outside the pool.
+      assert(lo >= seq.min_key);
+      lo = std::max(lo, seq.min_key);
       const float* qv = q.as<const float>() + (seq.q_start + t) * q_stride + h * hd;
       scores.resize(static_cast<size_t>(pos - lo + 1));
       float mx = -INFINITY;

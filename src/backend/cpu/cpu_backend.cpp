@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include <cblas.h>
+
 #include "backend/weight_parts.h"
 #include "core/logging.h"
 
@@ -34,7 +36,12 @@ Status CpuBackend::LazyBuffer::allocate(size_t floats) {
   return Status::ok();
 }
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {}
+CpuBackend::CpuBackend(int num_threads) : pool_(num_threads) {
+  // OpenBLAS starts its own pool (as many threads as cores) unless told otherwise: hold it to
+  // the same count, so num_threads bounds every thread the backend computes on. The setting is
+  // process-wide; the last backend created wins.
+  openblas_set_num_threads(pool_.numThreads());
+}
 CpuBackend::~CpuBackend() = default;
 
 uint64_t CpuBackend::totalMemoryBytes() const {
@@ -106,8 +113,8 @@ Status CpuBackend::copyFromHost(const float* src, TensorView dst) {
   return Status::ok();
 }
 
-Status CpuBackend::readKvBlock(KvPoolKind pool, int32_t block, float* dst) {
-  const bool primary = pool == KvPoolKind::kPrimary;
+Status CpuBackend::readKvBlock(KvPool pool, int32_t block, float* dst) {
+  const bool primary = pool == KvPool::kPrimary;
   const int64_t n = primary ? geometry_.num_blocks : secondary_blocks_;
   if (block < 0 || block >= n) return outOfRange("readKvBlock: block " + std::to_string(block) + " out of range");
   const int64_t per_block = geometry_.elementsPerBlock();
@@ -136,8 +143,8 @@ float* CpuBackend::kvBlockHead(float* base, int64_t block, int64_t layer, int kv
 Status CpuBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
   const int64_t per_block = geometry_.elementsPerBlock();
   for (const KvBlockCopy& c : copies) {
-    auto pool = [&](KvPoolKind k) -> std::pair<float*, int64_t> {
-      return k == KvPoolKind::kPrimary ? std::pair{primary_.data(), geometry_.num_blocks}
+    auto pool = [&](KvPool k) -> std::pair<float*, int64_t> {
+      return k == KvPool::kPrimary ? std::pair{primary_.data(), geometry_.num_blocks}
                                        : std::pair{secondary_.data(), secondary_blocks_};
     };
     auto [src, src_n] = pool(c.src_pool);

@@ -33,7 +33,7 @@ class CpuBackend final : public Backend {
   Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) override;
   const KvPoolGeometry& kvGeometry() const override { return geometry_; }
   Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
-  Status readKvBlock(KvPoolKind pool, int32_t block, float* dst) override;
+  Status readKvBlock(KvPool pool, int32_t block, float* dst) override;
 
   Status beginStep(const StepInputs& inputs) override;
   void embedding(const TensorView& table, TensorView out) override;
@@ -51,7 +51,6 @@ class CpuBackend final : public Backend {
   Status waitArgmax(uint64_t ticket, int32_t* out) override;
 
   // Test access: the float32 primary pool.
-  const float* kvPoolData() const { return primary_.data(); }
 
   // Anonymous zero-filled memory the OS commits page by page on first touch,
   // so a large pool costs only what is used.

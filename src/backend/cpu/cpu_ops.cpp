@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/argmax.h"
 
 namespace llmrt {
 namespace {
@@ -41,20 +42,10 @@ Result<uint64_t> CpuBackend::argmaxRowsAsync(const TensorView& logits) {
   std::vector<int32_t>& out = argmax_[argmax_tickets_ % 2];
   out.assign(static_cast<size_t>(n), -1);
   pool_.parallelFor(n, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const float* x = logits.as<const float>() + r * rowStride(logits);
-      int32_t best = 0;
-      bool bad = false;
-      for (int64_t i = 0; i < vocab; ++i) {
-        if (std::isnan(x[i]) || x[i] == std::numeric_limits<float>::infinity()) {
-          bad = true;
-          break;
-        }
-        if (x[i] > x[best]) best = static_cast<int32_t>(i);  // ties: the lowest id
-      }
-      // (as the CUDA kernel: -1 also when nothing is finite; the host sampler then reports it)
-      out[static_cast<size_t>(r)] = bad || vocab == 0 || x[best] == -std::numeric_limits<float>::infinity() ? -1 : best;
-    }
+    // (-1, as the CUDA kernel gives, for a row without a greedy token: the host sampler reports it)
+    for (int64_t r = b; r < e; ++r)
+      out[static_cast<size_t>(r)] =
+          static_cast<int32_t>(argmaxFinite(logits.as<const float>() + r * rowStride(logits), vocab));
   });
   return argmax_tickets_++;
 }

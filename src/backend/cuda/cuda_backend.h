@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "core/dtype.h"
+#include "llmrt/engine_config.h"
 #include "llmrt/status.h"
 
 namespace llmrt {
@@ -23,6 +24,8 @@ struct CudaBackendOptions {
   // weight_dtype is kF32. With 16-bit weights the cache's type may differ from theirs; a kF32
   // cache keeps the activations in float32 as well (the accurate mode).
   DType kv_dtype = DType::kBF16;
+  // Switches for measurements and diagnosis (llmrt/engine_config.h); the defaults are the fast paths.
+  CudaTuning tuning;
 };
 
 // Number of CUDA devices visible to this process; 0 when there is no driver or device.

@@ -14,12 +14,13 @@
 #include <cstdint>
 #include <map>
 
+#include "backend/cuda/cuda_handles.h"
+
 namespace llmrt {
 
 class LtGemm {
  public:
   LtGemm() = default;
-  ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
@@ -33,16 +34,15 @@ class LtGemm {
 
  private:
   struct Plan {
-    cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    LtMatmulDesc op;
+    LtMatrixLayout a, b, c;
     cublasLtMatmulAlgo_t algo{};
     size_t workspace = 0;
   };
   // m, n, k, ldc, ldx, input type, output type, workspace bytes
   using Shape = std::array<int64_t, 8>;
-  static void destroy(Plan& p);
-  cublasLtHandle_t lt_ = nullptr;
-  std::map<Shape, Plan> plans_;
+  LtHandle lt_;
+  std::map<Shape, Plan> plans_;  // (destroyed before lt_)
 };
 
 }  // namespace llmrt

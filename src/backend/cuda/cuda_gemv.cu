@@ -1,7 +1,7 @@
 // Matrix-vector products for decode: out[m, n] = x[m, k] W[n, k]^T (+ bias) with W in
 // bf16 or fp16 and at most kGemvMaxRows rows of x (float32 or W's type; out float32 or W's type). Batch-1 decode is bound by
 // reading W once, so the kernel is built around that stream (the backend routes products of up to 2
-// rows here by default: from 3 rows on cuBLAS's tensor cores win; CudaBackend::kGemvRows): each warp owns R
+// rows here by default: from 3 rows on cuBLAS's tensor cores win; CudaTuning::gemv_rows): each warp owns R
 // consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512
 // contiguous bytes per warp and row), U chunks in flight per row (4 for m <= 2); x (a few KiB,
 // shared by every warp) is read with 16-byte loads through L1. The dot products accumulate in

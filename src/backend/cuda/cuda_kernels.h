@@ -18,7 +18,7 @@ namespace llmrt::cuda {
 cudaError_t embedding(const void* table, DType table_dtype, int64_t dim, const int32_t* ids, int64_t n,
                       float* out, int64_t ld_out, cudaStream_t stream);
 // rmsNorm and ropeWriteKv take their float4 kernels where sizes and alignment allow (on by
-// default; off for same-call comparisons: LLMRT_CUDA_DISABLE=vecops).
+// default; off for same-call comparisons: --cuda-tuning vector_ops=off).
 void setVectorOpsEnabled(bool on);
 // out = round(round(w * x) * inv_rms) per row, inv_rms = 1 / sqrt(mean(x^2) + eps) with the
 // squares added in the order the split matrix-vector products use (gemv's GemvNormIn below),
@@ -112,7 +112,7 @@ struct DecodeAttnArgs {
   int32_t splits;  // 1..1024
   float* partial;
   // A bf16 / fp16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
-  // unless this is false (LLMRT_CUDA_DISABLE=mmadecode, for measurements).
+  // unless this is false (cuda tuning mma_decode=off, for measurements).
   bool tensor_cores = true;
   // RoPE and the KV write inside the tensor-core kernel (ropeAttention; rope.k non-null): for steps
   // whose every item is its sequence's one new row and a rotary dim equal to head_dim. Each CTA

@@ -1,4 +1,4 @@
-// Per-op GPU timing for diagnosis (LLMRT_CUDA_PROFILE=1): every op of the CUDA
+// Per-op GPU timing for diagnosis (CudaTuning::profile): every op of the CUDA
 // backend is bracketed by two CUDA events; after each host synchronisation the
 // elapsed times are added up per op name (e.g. "linear gemv m=1 n=6144 k=4096"),
 // and the backend logs the table when it is destroyed. Recording graphs is off
@@ -12,11 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_handles.h"
+
 namespace llmrt {
 
 class OpProfiler {
  public:
-  ~OpProfiler();
   void begin(cudaStream_t stream, std::string name);
   void end(cudaStream_t stream);
   // Adds up the finished ops; call after the stream was synchronised.
@@ -27,11 +28,11 @@ class OpProfiler {
  private:
   struct Pending {
     std::string name;
-    cudaEvent_t start = nullptr, stop = nullptr;
+    CudaEvent start, stop;
   };
-  cudaEvent_t event();
+  CudaEvent event();
   std::vector<Pending> pending_;
-  std::vector<cudaEvent_t> free_;
+  std::vector<CudaEvent> free_;
   std::map<std::string, std::pair<double, int64_t>> totals_;  // ms, calls
 };
 

@@ -15,7 +15,7 @@ size_t alignUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
 bool CudaBackend::samplesRows(std::span<const RowSampling> rows, int64_t vocab) const {
-  if (!use_sampling_) return false;
+  if (!tuning().sampling) return false;
   if (static_cast<int64_t>(rows.size()) > kHostSamplingMaxTruncatingRows ||
       cuda::sampleGroupCtas(static_cast<int64_t>(rows.size()), group_capacity_) > 0)
     return true;
@@ -23,7 +23,8 @@ bool CudaBackend::samplesRows(std::span<const RowSampling> rows, int64_t vocab) 
     return !r.greedy && ((r.top_k > 0 && r.top_k < vocab) || r.top_p < 1.0f);
   });
   return !truncating ||
-         (use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), static_cast<int64_t>(rows.size()), vocab));
+         (tuning().compact_sampling &&
+          cuda::sampleCompactApplies(rows.data(), static_cast<int64_t>(rows.size()), vocab));
 }
 
 Status CudaBackend::sampleRows(TensorView logits, std::span<const RowSampling> rows,
@@ -39,7 +40,7 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
                                               std::span<const PenaltyToken> penalties,
                                               std::span<const int32_t> masked) {
   if (failed()) return error_;
-  if (capturing_) return internalError("sampleRowsAsync while a step is being recorded");
+  if (graphs_.recording()) return internalError("sampleRowsAsync while a step is being recorded");
   const int64_t n = viewRows(logits), vocab = viewCols(logits);
   if (logits.dtype != DType::kF32 || logits.device != Device::kCuda)
     return invalidArgument("sampleRows: logits must be a float32 view of CUDA memory");
@@ -65,38 +66,39 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
   int32_t max_pending = -1;
   for (const RowSampling& p : rows) max_pending = std::max(max_pending, p.pending_src);
   if (max_pending >= 0) {
-    LLMRT_ASSIGN_OR_RETURN(pending, latestResultTokens(max_pending, "sampleRows (pending tokens)"));
+    LLMRT_ASSIGN_OR_RETURN(pending, results_.latestTokens(max_pending, "sampleRows (pending tokens)"));
   }
 
   // Slot `slot` was last used two results ago, which its caller has waited for: its pinned
   // buffers are free (the other slot's may still be read by a step in flight).
-  const int slot = static_cast<int>(result_tickets_ % 2);
+  const int slot = results_.next();
+  ResultSlots::Slot& res = results_.slot(slot);
   const size_t rows_bytes = rows.size() * sizeof(RowSampling);
   const size_t pen_off = alignUp(rows_bytes, 16);
   const size_t mask_off = alignUp(pen_off + penalties.size() * sizeof(PenaltyToken), 16);
   const size_t in_bytes = std::max<size_t>(mask_off + masked.size() * sizeof(int32_t), 16);
   const size_t out_bytes = std::max<size_t>(rows.size(), 1) * sizeof(RowSample);
-  LLMRT_RETURN_IF_ERROR(reservePinned(sample_in_host_[slot], in_bytes));
-  LLMRT_RETURN_IF_ERROR(reservePinned(sample_out_host_[slot], out_bytes));
+  LLMRT_RETURN_IF_ERROR(res.sample_in_host.reserve(in_bytes, stream_.get()));
+  LLMRT_RETURN_IF_ERROR(res.sample_out_host.reserve(out_bytes, stream_.get()));
   if (!reserve(sample_in_, in_bytes, /*used_by_graphs=*/false) ||
-      !reserve(sample_out_[slot], out_bytes, /*used_by_graphs=*/false))
+      !reserve(res.sample_out, out_bytes, /*used_by_graphs=*/false))
     return error_;
   // A few rows (up to 16), each with a small top-k and no logprobs: the compact pass; other steps
   // of a few rows: the row-group kernel; else one CTA per row.
-  const bool compact = use_compact_sampling_ && cuda::sampleCompactApplies(rows.data(), n, vocab);
+  const bool compact = tuning().compact_sampling && cuda::sampleCompactApplies(rows.data(), n, vocab);
   const int group_ctas = compact ? 0 : cuda::sampleGroupCtas(n, group_capacity_);
   if (compact && !reserve(sample_compact_, cuda::sampleCompactBytes(n), /*used_by_graphs=*/false)) return error_;
   if (group_ctas > 0 &&
       !reserve(sample_group_, cuda::sampleGroupBytes(n, group_ctas), /*used_by_graphs=*/false))
     return error_;
   if (n > 0) {
-    char* host = static_cast<char*>(sample_in_host_[slot].ptr);
+    char* host = static_cast<char*>(res.sample_in_host.get());
     std::memcpy(host, rows.data(), rows_bytes);
     if (!penalties.empty()) std::memcpy(host + pen_off, penalties.data(), penalties.size() * sizeof(PenaltyToken));
     if (!masked.empty()) std::memcpy(host + mask_off, masked.data(), masked.size() * sizeof(int32_t));
     // (sample_in_ is read by the previous result's kernel before this copy: stream order.)
-    char* dev = static_cast<char*>(sample_in_.ptr);
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, stream_));
+    char* dev = static_cast<char*>(sample_in_.get());
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, host, in_bytes, cudaMemcpyHostToDevice, stream_.get()));
     {
       OpScope scope(this, [&] { return std::string("sample"); });
       bool refused = false;
@@ -104,26 +106,28 @@ Result<uint64_t> CudaBackend::sampleRowsAsync(TensorView logits, std::span<const
                                                   reinterpret_cast<const RowSampling*>(dev),
                                                   reinterpret_cast<const PenaltyToken*>(dev + pen_off),
                                                   reinterpret_cast<const int32_t*>(dev + mask_off), pending,
-                                                  static_cast<RowSample*>(sample_out_[slot].ptr),
-                                                  compact ? sample_compact_.ptr : nullptr, group_ctas,
-                                                  sample_group_.ptr, &refused, stream_));
+                                                  static_cast<RowSample*>(res.sample_out.get()),
+                                                  compact ? sample_compact_.get() : nullptr, group_ctas,
+                                                  sample_group_.get(), &refused, stream_.get()));
       if (refused) {  // not now, not later: few-row steps go back to the host rule (samplesRows)
         LLMRT_LOG_WARNING("CUDA backend: the row-group sampling kernel's cooperative launch was refused; turning it off");
         group_capacity_ = 0;
       }
     }
-    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sample_out_host_[slot].ptr, sample_out_[slot].ptr,
-                                               rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost, stream_));
+    LLMRT_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res.sample_out_host.get(), res.sample_out.get(),
+                                               rows.size() * sizeof(RowSample), cudaMemcpyDeviceToHost,
+                                               stream_.get()));
   }
   return publishResult(slot, n, true);
 }
 
 Status CudaBackend::waitSamples(uint64_t ticket, std::span<RowSample> out) {
   LLMRT_ASSIGN_OR_RETURN(int slot, waitResult(ticket, true));
-  if (static_cast<int64_t>(out.size()) != result_rows_[slot])
-    return invalidArgument(strprintf("waitSamples: %zu outputs for %lld rows", out.size(),
-                                     static_cast<long long>(result_rows_[slot])));
-  if (!out.empty()) std::memcpy(out.data(), sample_out_host_[slot].ptr, out.size() * sizeof(RowSample));
+  const ResultSlots::Slot& res = results_.slot(slot);
+  if (static_cast<int64_t>(out.size()) != res.rows)
+    return invalidArgument(
+        strprintf("waitSamples: %zu outputs for %lld rows", out.size(), static_cast<long long>(res.rows)));
+  if (!out.empty()) std::memcpy(out.data(), res.sample_out_host.get(), out.size() * sizeof(RowSample));
   return Status::ok();
 }
 
