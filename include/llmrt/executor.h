@@ -6,7 +6,7 @@
 // on top. Mirrors TensorRT-LLM's executor API (enqueueRequest, awaitResponses,
 // cancelRequest, shutdown, getLatestIterationStats).
 //
-//   auto ex = llmrt::Executor::create({.model = dir});
+//   auto ex = llmrt::Executor::create({.model = dir});   // an EngineConfig (llmrt/engine_config.h)
 //   auto id = (*ex)->enqueueRequest(req);
 //   for (auto& r : (*ex)->awaitResponses(*id)) ...   // until r.is_final
 #pragma once
@@ -19,8 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "llmrt/engine_config.h"
 #include "llmrt/finish_reason.h"
 #include "llmrt/kv_cache_config.h"
+#include "llmrt/kv_cache_events.h"
 #include "llmrt/kv_cache_retention.h"
 #include "llmrt/logprobs.h"
 #include "llmrt/model_config.h"
@@ -32,31 +34,6 @@
 namespace llmrt {
 
 using RequestId = uint64_t;
-
-struct ExecutorConfig {
-  std::string model;            // HF model directory
-  std::string backend = "cpu";  // "cpu" | "cuda" (builds with the CUDA backend)
-  std::string dtype = "auto";   // "auto" | "bfloat16" | "float16" (cuda) | "float32" (see EngineOptions)
-  KvCacheConfig kv_cache_config;
-  SchedulerConfig scheduler_config;
-  int32_t max_batch_size = 256;   // sequences in flight (holding KV) at once
-  int64_t max_num_tokens = 8192;  // tokens computed per step (context chunks + generation tokens)
-  int64_t max_input_len = 0;      // longest prompt; 0 = max_seq_len - 1
-  int64_t max_seq_len = 0;        // prompt + generated; 0 = the model's max_position_embeddings
-  int num_threads = 0;            // CPU backend threads; 0 = all cores
-  // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding
-  // step N's tokens (greedy or sampled on the device, penalties and logprobs included) to step
-  // N+1 on the device; step N's results are handled while N+1 runs. A sequence that step N
-  // finishes has computed one token in N+1 for nothing. Steps returning logits, and steps whose
-  // rows the host samples, wait for their results as before.
-  // "auto": on where the backend runs behind the host (CUDA); "on"; "off".
-  std::string overlap = "auto";
-  // Iteration stats kept for getLatestIterationStats() (oldest dropped); 0 = none.
-  int32_t iter_stats_max_iterations = 1000;
-
-  // OK or an InvalidArgument naming the field, its value and what was expected.
-  Status validate() const;
-};
 
 struct Request {
   std::vector<TokenId> input_token_ids;  // the prompt
@@ -152,15 +129,17 @@ struct ExecutorStats {
   uint64_t kv_reused_blocks = 0;
   uint64_t kv_missed_blocks = 0;
   double kv_reuse_hit_rate = 0.0;
-  uint64_t kv_evicted_blocks = 0;
+  uint64_t kv_evicted_blocks = 0;            // dropped from the primary pool (not offloaded)
+  uint64_t kv_evicted_secondary_blocks = 0;  // dropped from the secondary (host offload) pool
   uint64_t kv_offloaded_blocks = 0;
   uint64_t kv_onboarded_blocks = 0;
 };
 
 class Executor {
  public:
-  // Loads the model, sizes the KV cache and starts the loop thread.
-  static Result<std::unique_ptr<Executor>> create(const ExecutorConfig& config);
+  // Validates `config` (EngineConfig::validate(), the one check of its fields), loads the model,
+  // resolves what depends on it, sizes the KV cache and starts the loop thread.
+  static Result<std::unique_ptr<Executor>> create(const EngineConfig& config);
   ~Executor();  // shutdown()
 
   // Queues a request; returns its id. An invalid request is still accepted and
@@ -186,16 +165,25 @@ class Executor {
 
   // Iteration stats since the last call (at most iter_stats_max_iterations).
   std::vector<IterationStats> getLatestIterationStats();
+  // KV cache events since the last call (llmrt/kv_cache_events.h), oldest first, as TensorRT-LLM's
+  // KVCacheEventManager::getLatestEvents: waits up to `timeout` for at least one (unset: until
+  // there is one or the executor has shut down); empty on timeout. Events are recorded only
+  // with kv_cache_config.event_buffer_max_size > 0 (else this returns empty at once); at most
+  // that many wait here, the oldest are dropped first (their ids are missing). Thread-safe.
+  std::vector<KvCacheEvent> getKvCacheEvents(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   ExecutorStats stats() const;
   // Requests not yet answered finally.
   size_t numActiveRequests() const;
   // Blocks until every enqueued request has its final response, or `timeout`.
   bool waitIdle(std::optional<std::chrono::milliseconds> timeout = std::nullopt) const;
 
+  // The configuration as the engine runs it: `auto` choices made, lengths and KV limits filled in.
+  const EngineConfig& config() const;
   const ModelConfig& modelConfig() const;
   const Tokenizer* tokenizer() const;  // null when the model directory has none
-  // generation_config.json's defaults applied to a SamplingParams.
-  SamplingParams defaultSamplingParams() const;
+  // `base` with what generation_config.json sets (do_sample, temperature, top_k, top_p, min_p,
+  // repetition_penalty, max_new_tokens); fields the file does not name keep their value.
+  SamplingParams defaultSamplingParams(SamplingParams base = {}) const;
   int64_t maxSeqLen() const;
   // KV cache block accounting audit (tests): checks the KV manager's invariants
   // on the loop thread. OK when consistent.

@@ -11,15 +11,18 @@
 // may overlap with others (generate from several threads, generateAsync).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "llmrt/engine_config.h"
 #include "llmrt/executor.h"
 #include "llmrt/finish_reason.h"
 #include "llmrt/kv_cache_config.h"
+#include "llmrt/kv_cache_events.h"
 #include "llmrt/kv_cache_retention.h"
 #include "llmrt/logprobs.h"
 #include "llmrt/model_config.h"
@@ -30,21 +33,9 @@
 
 namespace llmrt {
 
-// Field order follows the TensorRT-LLM example so designated initializers read
-// the same: LlmArgs{.model = dir, .kv_cache_config = ..., .scheduler_config = ...}.
-struct LlmArgs {
-  std::string model;  // HF model directory
-  KvCacheConfig kv_cache_config;
-  SchedulerConfig scheduler_config;  // capacity policy, context chunking
-  int32_t max_batch_size = 256;      // sequences in flight at once
-  int64_t max_num_tokens = 8192;     // tokens computed per step (longer prompts are chunked)
-  int64_t max_input_len = 0;         // longest prompt; 0 = max_seq_len - 1
-  int64_t max_seq_len = 0;           // prompt + generated tokens; 0 = the model's max_position_embeddings
-  std::string backend = "cpu";       // "cpu" | "cuda" (builds with the CUDA backend)
-  std::string dtype = "auto";        // "auto" | "bfloat16" | "float16" (cuda) | "float32" (cuda: matches the CPU backend)
-  int num_threads = 0;               // CPU backend threads; 0 = all cores
-  std::string overlap = "auto";      // overlap scheduling: "auto" (on with CUDA) | "on" | "off" (ExecutorConfig::overlap)
-};
+// TensorRT-LLM's name for the engine's configuration (llmrt/engine_config.h):
+// LlmArgs{.model = dir, .kv_cache_config = ..., .scheduler_config = ...}.
+using LlmArgs = EngineConfig;
 
 // A prompt: text (tokenized with the model's tokenizer, special tokens added)
 // or token ids used as they are.
@@ -97,7 +88,8 @@ struct LlmStats {
   uint64_t reused_blocks = 0;
   uint64_t missed_blocks = 0;
   double reuse_hit_rate = 0.0;
-  uint64_t evicted_blocks = 0;
+  uint64_t evicted_blocks = 0;            // dropped from the primary pool (not offloaded)
+  uint64_t evicted_secondary_blocks = 0;  // dropped from the secondary (host offload) pool
   uint64_t offloaded_blocks = 0;
   uint64_t onboarded_blocks = 0;
 };
@@ -166,16 +158,21 @@ class LLM {
     return generateAsync(prompt, sampling_params, options);
   }
 
-  // Teacher forcing: log p(token_ids[i] | token_ids[<i]) for i = 1..size-1,
-  // computed in one pass over the sequence (its KV is freed afterwards).
+  // Teacher forcing: log p(token_ids[i] | token_ids[<i]) for i = 1..size-1, computed in one
+  // pass over token_ids[0..size-2] (its KV is freed afterwards); size may reach max_seq_len.
   Result<std::vector<double>> promptLogprobs(const std::vector<TokenId>& token_ids);
 
   const ModelConfig& modelConfig() const;
   // The model's tokenizer, or null when the directory has none.
   const Tokenizer* tokenizer() const;
-  // Defaults from generation_config.json applied to a SamplingParams.
-  SamplingParams defaultSamplingParams() const;
+  // `base` with what generation_config.json sets (do_sample, temperature, top_k, top_p, min_p,
+  // repetition_penalty, max_new_tokens); fields the file does not name keep their value.
+  SamplingParams defaultSamplingParams(SamplingParams base = {}) const;
   LlmStats stats() const;
+  // KV cache events since the last call (TensorRT-LLM's LLM.get_kv_cache_events): waits up to
+  // `timeout` for at least one (unset: until there is one or the engine has shut down). Needs
+  // kv_cache_config.event_buffer_max_size > 0. See Executor::getKvCacheEvents.
+  std::vector<KvCacheEvent> getKvCacheEvents(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
   // The executor underneath (iteration stats, cancellation, direct requests).
   Executor& executor();
 

@@ -85,10 +85,11 @@ struct SamplingParams {
   std::optional<int> logprobs;
   bool skip_special_tokens = true;  // detokenization option, carried for the runtime
 
-  // Checks every field; `vocab_size` (> 0) bounds stop_token_ids. Returns
-  // InvalidArgument naming the field, its value and the allowed range, e.g.
+  // Checks every field; `vocab_size` (> 0) bounds stop_token_ids — without it (a front end
+  // checking its flags before any model is loaded) those ids are only checked to be >= 0.
+  // Returns InvalidArgument naming the field, its value and the allowed range, e.g.
   //   "SamplingParams: field 'top_p' has value 1.5; expected a number in (0, 1]".
-  Status validate(int64_t vocab_size) const;
+  Status validate(std::optional<int64_t> vocab_size = std::nullopt) const;
 
   bool isGreedy() const { return temperature < kGreedyTemperature; }
   bool usesRepetitionPenalty() const { return repetition_penalty != 1.0f; }

@@ -13,6 +13,10 @@ namespace llmrt {
 // Sets the library's log level: "trace", "debug", "info", "warning", "error" or "off".
 Status setLogLevelByName(std::string_view name);
 
+// ", did you mean 'x'?" naming the entry of `known` nearest to a misspelt `given` (edit
+// distance, case-insensitive; nothing when none is close), else "".
+std::string didYouMean(std::string_view given, const std::vector<std::string>& known);
+
 // Writes float32 data of the given shape as a NumPy .npy file ('<f4', C order).
 Status writeNpyFile(const std::string& path, const float* data, const std::vector<int64_t>& shape);
 

@@ -89,27 +89,21 @@ LLM::LLM() : impl_(std::make_unique<Impl>()) {}
 LLM::~LLM() = default;
 
 Result<std::unique_ptr<LLM>> LLM::create(const LlmArgs& args) {
-  ExecutorConfig c;
-  c.model = args.model;
-  c.backend = args.backend;
-  c.dtype = args.dtype;
-  c.kv_cache_config = args.kv_cache_config;
-  c.scheduler_config = args.scheduler_config;
-  c.max_batch_size = args.max_batch_size;
-  c.max_num_tokens = args.max_num_tokens;
-  c.max_input_len = args.max_input_len;
-  c.max_seq_len = args.max_seq_len;
-  c.num_threads = args.num_threads;
-  c.overlap = args.overlap;
   std::unique_ptr<LLM> llm(new LLM());
-  LLMRT_ASSIGN_OR_RETURN(llm->impl_->executor, Executor::create(c));
+  LLMRT_ASSIGN_OR_RETURN(llm->impl_->executor, Executor::create(args));  // validates once
   return llm;
 }
 
 const ModelConfig& LLM::modelConfig() const { return impl_->executor->modelConfig(); }
 const Tokenizer* LLM::tokenizer() const { return impl_->executor->tokenizer(); }
-SamplingParams LLM::defaultSamplingParams() const { return impl_->executor->defaultSamplingParams(); }
+SamplingParams LLM::defaultSamplingParams(SamplingParams base) const {
+  return impl_->executor->defaultSamplingParams(std::move(base));
+}
 Executor& LLM::executor() { return *impl_->executor; }
+
+std::vector<KvCacheEvent> LLM::getKvCacheEvents(std::optional<std::chrono::milliseconds> timeout) {
+  return impl_->executor->getKvCacheEvents(timeout);
+}
 
 LlmStats LLM::stats() const {
   const ExecutorStats e = impl_->executor->stats();
@@ -125,6 +119,7 @@ LlmStats LLM::stats() const {
   s.missed_blocks = e.kv_missed_blocks;
   s.reuse_hit_rate = e.kv_reuse_hit_rate;
   s.evicted_blocks = e.kv_evicted_blocks;
+  s.evicted_secondary_blocks = e.kv_evicted_secondary_blocks;
   s.offloaded_blocks = e.kv_offloaded_blocks;
   s.onboarded_blocks = e.kv_onboarded_blocks;
   return s;
@@ -266,13 +261,16 @@ Result<std::vector<double>> LLM::promptLogprobs(const std::vector<TokenId>& toke
   p.max_tokens = 1;
   RequestOptions ro;
   ro.return_context_logits = true;
-  LLMRT_ASSIGN_OR_RETURN(std::vector<RequestOutput> out, generate({Prompt::fromIds(token_ids)}, {p}, {ro}));
+  // The last token is only scored, never attended to: the prompt stops before it, so a sequence
+  // of max_seq_len tokens fits (the one token the request samples is never computed).
+  const std::vector<TokenId> prompt(token_ids.begin(), token_ids.end() - 1);
+  LLMRT_ASSIGN_OR_RETURN(std::vector<RequestOutput> out, generate({Prompt::fromIds(prompt)}, {p}, {ro}));
   LLMRT_RETURN_IF_ERROR(out[0].status);
   const int64_t vocab = modelConfig().vocab_size;
   const std::vector<float>& logits = out[0].context_logits;
-  if (logits.size() != token_ids.size() * static_cast<size_t>(vocab))
+  if (logits.size() != prompt.size() * static_cast<size_t>(vocab))
     return internalError("promptLogprobs: context logits have " + std::to_string(logits.size()) +
-                         " values; expected " + std::to_string(token_ids.size() * static_cast<size_t>(vocab)));
+                         " values; expected " + std::to_string(prompt.size() * static_cast<size_t>(vocab)));
   std::vector<double> lp(token_ids.size() - 1);
   for (size_t i = 0; i + 1 < token_ids.size(); ++i) {
     const float* row = logits.data() + i * static_cast<size_t>(vocab);

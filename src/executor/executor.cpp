@@ -7,56 +7,22 @@
 
 namespace llmrt {
 
-Status ExecutorConfig::validate() const {
-  if (model.empty()) return fieldError("ExecutorConfig", "model", "\"\"", "a model directory");
-  if (max_batch_size < 1 || max_batch_size > (1 << 20))
-    return fieldError("ExecutorConfig", "max_batch_size", std::to_string(max_batch_size), "an integer in [1, 1048576]");
-  if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
-    return fieldError("ExecutorConfig", "max_num_tokens", std::to_string(max_num_tokens), "an integer in [1, 1048576]");
-  if (max_input_len < 0) return fieldError("ExecutorConfig", "max_input_len", std::to_string(max_input_len), ">= 0");
-  if (max_seq_len < 0) return fieldError("ExecutorConfig", "max_seq_len", std::to_string(max_seq_len), ">= 0");
-  if (max_seq_len > 0 && max_input_len > max_seq_len)
-    return fieldError("ExecutorConfig", "max_input_len", std::to_string(max_input_len),
-                      "at most max_seq_len (" + std::to_string(max_seq_len) + ")");
-  if (!scheduler_config.enable_chunked_context && max_input_len > max_num_tokens)
-    return fieldError("ExecutorConfig", "max_input_len", std::to_string(max_input_len),
-                      "at most max_num_tokens (" + std::to_string(max_num_tokens) +
-                          ") without enable_chunked_context");
-  if (iter_stats_max_iterations < 0)
-    return fieldError("ExecutorConfig", "iter_stats_max_iterations", std::to_string(iter_stats_max_iterations),
-                      ">= 0");
-  if (num_threads < 0) return fieldError("ExecutorConfig", "num_threads", std::to_string(num_threads), ">= 0");
-  if (overlap != "auto" && overlap != "on" && overlap != "off")
-    return fieldError("ExecutorConfig", "overlap", "\"" + overlap + "\"", "one of auto, on, off");
-  LLMRT_RETURN_IF_ERROR(scheduler_config.validate());
-  return kv_cache_config.validate();
-}
-
 Executor::Executor() : impl_(std::make_unique<Impl>()) {}
 
 Executor::~Executor() { shutdown(); }
 
-Result<std::unique_ptr<Executor>> Executor::create(const ExecutorConfig& config) {
+Result<std::unique_ptr<Executor>> Executor::create(const EngineConfig& config) {
   LLMRT_RETURN_IF_ERROR(config.validate());
-  EngineOptions o;
-  o.model_dir = config.model;
-  o.backend = config.backend;
-  o.dtype = config.dtype;
-  o.kv_cache_config = config.kv_cache_config;
-  o.max_seq_len = config.max_seq_len;
-  o.max_num_tokens = config.max_num_tokens;
-  o.num_threads = config.num_threads;
   std::unique_ptr<Executor> ex(new Executor());
   Impl& im = *ex->impl_;
-  im.config = config;
-  LLMRT_ASSIGN_OR_RETURN(im.engine, Engine::create(o));
-  if (im.config.max_input_len == 0) im.config.max_input_len = im.engine->maxSeqLen() - 1;
+  LLMRT_ASSIGN_OR_RETURN(im.engine, Engine::create(config));
+  const EngineConfig& rc = im.engine->config();
   SchedulerOptions so;
-  so.config = config.scheduler_config;
-  so.max_batch_size = config.max_batch_size;
-  so.max_num_tokens = static_cast<int32_t>(config.max_num_tokens);
+  so.config = rc.scheduler_config;
+  so.max_batch_size = rc.max_batch_size;
+  so.max_num_tokens = static_cast<int32_t>(rc.max_num_tokens);
   im.scheduler = std::make_unique<Scheduler>(so, im.engine->kvCache());
-  im.overlap = config.overlap == "on" || (config.overlap == "auto" && im.engine->backend().runsAhead());
+  im.overlap = rc.overlap == OverlapMode::kOn;
   im.publishStats(nullptr);
   im.loop = std::thread([&im] { im.run(); });
   return ex;
@@ -166,6 +132,18 @@ std::vector<IterationStats> Executor::getLatestIterationStats() {
   return out;
 }
 
+std::vector<KvCacheEvent> Executor::getKvCacheEvents(std::optional<std::chrono::milliseconds> timeout) {
+  Impl& im = *impl_;
+  // (The KV cache manager's config never changes after it is built: safe to read here.)
+  if (im.scheduler->kvCache().config().event_buffer_max_size == 0) return {};
+  std::unique_lock<std::mutex> lock(im.mu);
+  waitFor(im.kv_events_cv, lock, timeout, [&] { return !im.kv_events.empty() || im.stopped; });
+  std::vector<KvCacheEvent> out(std::make_move_iterator(im.kv_events.begin()),
+                                std::make_move_iterator(im.kv_events.end()));
+  im.kv_events.clear();
+  return out;
+}
+
 ExecutorStats Executor::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->stats;
@@ -181,26 +159,30 @@ bool Executor::waitIdle(std::optional<std::chrono::milliseconds> timeout) const 
   return waitFor(impl_->resp_cv, lock, timeout, [&] { return impl_->unfinished.empty(); });
 }
 
+const EngineConfig& Executor::config() const { return impl_->engine->config(); }
 const ModelConfig& Executor::modelConfig() const { return impl_->engine->modelConfig(); }
 const Tokenizer* Executor::tokenizer() const { return impl_->engine->tokenizer(); }
 int64_t Executor::maxSeqLen() const { return impl_->engine->maxSeqLen(); }
 
-SamplingParams Executor::defaultSamplingParams() const {
-  SamplingParams p;
+SamplingParams Executor::defaultSamplingParams(SamplingParams base) const {
+  SamplingParams& p = base;
   const auto& gen = impl_->engine->modelDirectory().generation;
   if (!gen) return p;
-  if (gen->do_sample && !*gen->do_sample) p.temperature = 0.0f;
+  // As vLLM: only what the file says (HF's own GenerationConfig defaults, e.g. top_k 50, do not apply).
+  if (gen->do_sample) p.temperature = *gen->do_sample ? 1.0f : 0.0f;
   if (gen->temperature && (!gen->do_sample || *gen->do_sample)) p.temperature = static_cast<float>(*gen->temperature);
   if (gen->top_k) p.top_k = static_cast<int>(*gen->top_k);
   if (gen->top_p) p.top_p = static_cast<float>(*gen->top_p);
   if (gen->min_p) p.min_p = static_cast<float>(*gen->min_p);
   if (gen->repetition_penalty) p.repetition_penalty = static_cast<float>(*gen->repetition_penalty);
+  if (gen->max_new_tokens && *gen->max_new_tokens >= 1)
+    p.max_tokens = static_cast<int>(std::min<int64_t>(*gen->max_new_tokens, 1 << 30));
   return p;
 }
 
 Status Executor::checkKvInvariants() {
   std::lock_guard<std::mutex> lock(impl_->step_mu);
-  return impl_->engine->kvCache().checkInvariants();
+  return impl_->scheduler->kvCache().checkInvariants();
 }
 
 }  // namespace llmrt

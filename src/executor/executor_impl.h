@@ -30,11 +30,8 @@ struct ExecRequest;
 struct ExecSequence {
   ExecRequest* request = nullptr;
   int index = 0;
-  std::vector<TokenId> tokens;  // prompt + generated (the last `pending` are placeholders)
-  // Overlapped steps: tokens sampled by launched steps whose results are not handled yet (at
-  // most two); their places in `tokens` hold kPendingToken until then.
-  int32_t pending = 0;
   int32_t in_flight = 0;  // launched steps not yet handled that include this sequence
+  // The scheduler's view: tokens (prompt + generated, placeholders for launched samples), state.
   SchedRequest sched;
   SequenceSamplingState sampling;
   std::unique_ptr<OutputTracker> tracker;
@@ -64,17 +61,13 @@ struct ExecRequest {
   int32_t pauses = 0;
 };
 
-// A placeholder in ExecSequence::tokens for a token still being sampled.
-inline constexpr TokenId kPendingToken = -1;
-
 // A launched step whose results are not handled yet.
 struct InFlightStep {
   struct Entry {
     ExecSequence* seq = nullptr;
     bool sample = false;
-    bool fed = false;               // computes a token the step before sampled (KV marked once it is known)
-    bool return_logits = false;     // context logits
-    int32_t placeholder = -1;       // sample: where its token goes in seq->tokens
+    bool return_logits = false;  // context logits
+    int32_t token_pos = -1;      // sample: where its token goes in seq->sched.tokens
   };
   std::vector<Entry> entries;
 };
@@ -89,9 +82,10 @@ struct PendingRequest {
 
 namespace llmrt {
 
+using detail::Clock;
+
 struct Executor::Impl {
-  ExecutorConfig config;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Engine> engine;  // engine->config(): the resolved configuration
   std::unique_ptr<Scheduler> scheduler;
 
   // ---- shared with client threads (mutex `mu`) ----
@@ -107,6 +101,10 @@ struct Executor::Impl {
   bool stopped = false;
   std::deque<IterationStats> iteration_stats;
   ExecutorStats stats;
+  // KV cache events, moved here from the KV cache manager after every step (at most
+  // event_buffer_max_size, the oldest dropped); getKvCacheEvents waits on kv_events_cv.
+  std::deque<KvCacheEvent> kv_events;
+  std::condition_variable kv_events_cv;
 
   // ---- loop thread only (plus `step_mu` for checkKvInvariants) ----
   std::mutex step_mu;
@@ -120,8 +118,18 @@ struct Executor::Impl {
   std::deque<detail::InFlightStep> in_flight;  // launched, results not handled (oldest first, at most two)
 
   void run();
-  // One pass of the loop: intake, cancels, schedule, step, respond. False when idle.
+  // One pass of the loop: intake and cancels, then schedule -> launch -> update. False when idle.
   bool stepOnce(std::vector<detail::PendingRequest>& intake, std::vector<RequestId>& cancel_ids);
+  // The sequences the scheduler may run; those whose pending token certainly ends them give
+  // their KV back now instead.
+  std::vector<SchedRequest*> runnableSequences();
+  // The plan's admissions, resumes, pauses and failures into the requests and the iteration stats.
+  void notePlan(const SchedulePlan& plan, Clock::time_point t0, IterationStats& it);
+  // Launches the plan's step on the runner and tells the scheduler; the step joins in_flight.
+  Status launch(SchedulePlan& plan, IterationStats& it);
+  // Handles launched steps whose results are due (the older of two, or a step that ran to
+  // completion); returns the tokens accepted.
+  int32_t update();
   Status validate(const Request& r) const;
   void intakeRequest(detail::PendingRequest p);
   void finishSequence(detail::ExecSequence& s, FinishReason reason, const Status& error = Status::ok());

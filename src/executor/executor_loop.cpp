@@ -11,7 +11,6 @@
 
 namespace llmrt {
 
-using detail::Clock;
 using detail::ExecRequest;
 using detail::ExecSequence;
 
@@ -36,6 +35,7 @@ Status Executor::Impl::validate(const Request& r) const {
     return invalidArgument("request: prompt (" + std::to_string(plen) + " tokens) + max_tokens (" +
                            std::to_string(r.sampling_params.max_tokens) + ") = " + std::to_string(total) +
                            " exceeds max_seq_len " + std::to_string(engine->maxSeqLen()));
+  const EngineConfig& config = engine->config();
   if (plen > config.max_input_len)
     return invalidArgument("request: prompt (" + std::to_string(plen) + " tokens) exceeds max_input_len " +
                            std::to_string(config.max_input_len));
@@ -55,10 +55,9 @@ void Executor::Impl::intakeRequest(detail::PendingRequest p) {
   Status v = validate(er->req);
   if (v.isOk()) {
     // A request that cannot fit the KV cache even alone fails now instead of waiting forever.
-    std::vector<TokenId> probe_tokens = er->req.input_token_ids;
     SchedRequest probe;
-    probe.tokens = &probe_tokens;
-    probe.prompt_len = static_cast<int32_t>(probe_tokens.size());
+    probe.tokens = er->req.input_token_ids;
+    probe.prompt_len = static_cast<int32_t>(probe.tokens.size());
     probe.max_new_tokens = er->req.sampling_params.max_tokens;
     v = scheduler->checkFitsAlone(probe);
   }
@@ -85,10 +84,9 @@ void Executor::Impl::intakeRequest(detail::PendingRequest p) {
     auto s = std::make_unique<ExecSequence>();
     s->request = er.get();
     s->index = i;
-    s->tokens = prompt;
     s->sched.id = engine->newSequenceId();
     s->sched.arrival = next_arrival++;
-    s->sched.tokens = &s->tokens;
+    s->sched.tokens = prompt;
     s->sched.prompt_len = static_cast<int32_t>(prompt.size());
     s->sched.max_new_tokens = params.max_tokens;
     s->sched.add_options.retention = er->req.kv_cache_retention_config;
@@ -162,10 +160,7 @@ void Executor::Impl::finishSequence(ExecSequence& s, FinishReason reason, const 
   }
   s.finish = reason;
   s.error = error;
-  if (s.pending > 0) {  // tokens launched steps are still sampling: not part of the output
-    s.tokens.resize(s.tokens.size() - static_cast<size_t>(s.pending));
-    s.pending = 0;
-  }
+  scheduler->dropPending(s.sched);  // tokens launched steps are still sampling: not part of the output
   Status rel = scheduler->release(s.sched);
   if (!rel.isOk()) LLMRT_LOG_ERROR("executor: releasing sequence %llu: %s", static_cast<unsigned long long>(s.sched.id),
                                    rel.toString().c_str());
@@ -213,9 +208,17 @@ void Executor::Impl::deliver() {
 }
 
 void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
-  const KvCacheStats kv = engine->kvCache().stats();
+  const KvCacheStats kv = scheduler->kvCache().stats();
   const double device_seconds = engine->backend().deviceStepSeconds();
+  // The KV cache manager is touched on this thread only; its events go to the clients' queue.
+  std::vector<KvCacheEvent> new_events = scheduler->drainKvEvents();
   std::lock_guard<std::mutex> lock(mu);
+  if (!new_events.empty()) {
+    const size_t max_events = static_cast<size_t>(scheduler->kvCache().config().event_buffer_max_size);
+    for (KvCacheEvent& e : new_events) kv_events.push_back(std::move(e));
+    while (kv_events.size() > max_events) kv_events.pop_front();
+    kv_events_cv.notify_all();
+  }
   stats.kv_total_blocks = kv.primary.total;
   stats.kv_free_blocks = kv.primary.free;
   stats.kv_used_blocks = kv.primary.used;
@@ -224,6 +227,7 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   stats.kv_missed_blocks = kv.missed_blocks;
   stats.kv_reuse_hit_rate = kv.block_hit_rate;
   stats.kv_evicted_blocks = kv.evicted_primary_blocks;
+  stats.kv_evicted_secondary_blocks = kv.evicted_secondary_blocks;
   stats.kv_offloaded_blocks = kv.offloaded_blocks;
   stats.kv_onboarded_blocks = kv.onboarded_blocks;
   stats.device_seconds = device_seconds;
@@ -239,15 +243,16 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   stats.pauses += static_cast<uint64_t>(it->num_paused);
   stats.resumes += static_cast<uint64_t>(it->num_resumed);
   stats.busy_seconds += it->step_time_s;
-  if (config.iter_stats_max_iterations > 0) {
+  const int32_t keep = engine->config().iter_stats_max_iterations;
+  if (keep > 0) {
     iteration_stats.push_back(std::move(*it));
-    while (iteration_stats.size() > static_cast<size_t>(config.iter_stats_max_iterations)) iteration_stats.pop_front();
+    while (iteration_stats.size() > static_cast<size_t>(keep)) iteration_stats.pop_front();
   }
 }
 
 bool Executor::Impl::endsWithPending(const ExecSequence& s) const {
-  if (s.pending == 0) return false;
-  const int64_t len = static_cast<int64_t>(s.tokens.size());
+  if (s.sched.num_pending == 0) return false;
+  const int64_t len = static_cast<int64_t>(s.sched.tokens.size());
   return len - s.sched.prompt_len >= s.request->req.sampling_params.max_tokens || len >= engine->maxSeqLen();
 }
 
@@ -278,7 +283,6 @@ int32_t Executor::Impl::handleOldestStep() {
     return 0;
   }
   std::vector<StepSequenceResult>& results = *ran;
-  KvCacheManager& kv = engine->kvCache();
   const auto now = Clock::now();
   int32_t accepted = 0;
   for (size_t i = 0; i < f.entries.size(); ++i) {
@@ -293,14 +297,9 @@ int32_t Executor::Impl::handleOldestStep() {
       continue;
     }
     const TokenId tok = res.sample.token;
-    s.tokens[static_cast<size_t>(e.placeholder)] = tok;
-    --s.pending;
-    // The KV cache manager holds the placeholder too when a later step already computes it.
-    if (kv.hasSequence(s.sched.id) && kv.numTokens(s.sched.id) > e.placeholder) {
-      if (Status st = kv.resolveToken(s.sched.id, e.placeholder, tok); !st.isOk()) {
-        finishSequence(s, FinishReason::kError, st);
-        continue;
-      }
+    if (Status st = scheduler->onTokenKnown(s.sched, e.token_pos, tok); !st.isOk()) {
+      finishSequence(s, FinishReason::kError, st);
+      continue;
     }
     s.sampling.resolvePending(tok);  // (its step was counted when it was launched)
     ++r.generated;
@@ -319,9 +318,9 @@ int32_t Executor::Impl::handleOldestStep() {
       (streaming ? s.new_logprobs : s.all_logprobs).push_back(std::move(lp));
     }
     // Generated so far, this token included and the later steps' pending ones not.
-    const int64_t generated = s.sampling.numGenerated() - s.pending;
+    const int64_t generated = s.sampling.numGenerated() - s.sched.num_pending;
     FinishReason fr = checkFinish(tok, generated, r.req.sampling_params, engine->eosIds());
-    const int64_t known = static_cast<int64_t>(s.tokens.size()) - s.pending;  // without later placeholders
+    const int64_t known = static_cast<int64_t>(s.sched.tokens.size()) - s.sched.num_pending;  // (no placeholders)
     if (fr == FinishReason::kNone && known >= engine->maxSeqLen()) fr = FinishReason::kLength;
     OutputTracker::Update u = s.tracker->onToken(tok, fr);
     s.new_tokens.push_back(tok);
@@ -335,30 +334,7 @@ int32_t Executor::Impl::handleOldestStep() {
   return accepted;
 }
 
-bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::vector<RequestId>& cancel_ids) {
-  std::lock_guard<std::mutex> step_lock(step_mu);
-  const auto t0 = Clock::now();
-  for (auto& p : intake) intakeRequest(std::move(p));
-  intake.clear();
-  for (RequestId id : cancel_ids) {
-    auto it = active.find(id);
-    if (it == active.end()) continue;
-    for (auto& s : it->second->seqs) finishSequence(*s, FinishReason::kCancelled);
-  }
-  cancel_ids.clear();
-  retireFinished();
-  int32_t sampled = 0;
-  const bool any_alive = std::any_of(active.begin(), active.end(), [](const auto& entry) {
-    return entry.second->num_finished < static_cast<int>(entry.second->seqs.size());
-  });
-  if (!any_alive) {
-    const bool handled = !in_flight.empty();  // (only finished, e.g. cancelled, sequences are left in them)
-    sampled += drainInFlight();
-    retireFinished();
-    publishStats(nullptr, sampled);
-    return handled;
-  }
-
+std::vector<SchedRequest*> Executor::Impl::runnableSequences() {
   // Sequences whose pending token ends them for sure (length) are not scheduled again, and their
   // KV goes back now, as it would once that token is handled: what it holds is computed and
   // known, and a device reads it only in steps launched before anything that reuses it.
@@ -374,71 +350,59 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
                           rel.toString().c_str());
       }
     }
-  Result<SchedulePlan> planned = scheduler->schedule(reqs);
-  if (!planned.isOk()) {
-    LLMRT_LOG_ERROR("executor: scheduling failed: %s", planned.status().toString().c_str());
-    failEverything(planned.status());
-    publishStats(nullptr, sampled);
-    return true;
-  }
-  SchedulePlan& plan = *planned;
-  auto seqOf = [this](SchedRequest* r) { return seq_by_id.at(r->id); };
-  const int64_t vocab = engine->modelConfig().vocab_size;
-  KvCacheManager& kv = engine->kvCache();
+  return reqs;
+}
 
-  IterationStats it;
+void Executor::Impl::notePlan(const SchedulePlan& plan, Clock::time_point t0, IterationStats& it) {
+  auto seqOf = [this](SchedRequest* r) { return seq_by_id.at(r->id); };
   it.iteration = ++iteration;
   it.num_paused = static_cast<int32_t>(plan.paused.size());
   it.num_resumed = static_cast<int32_t>(plan.resumed.size());
-  for (auto& [sr, st] : plan.failed) {
-    ExecSequence* s = seqOf(sr);
-    failRequest(*s->request, st);
-  }
+  for (auto& [sr, st] : plan.failed) failRequest(*seqOf(sr)->request, st);
   for (SchedRequest* sr : plan.admitted) {
     ExecSequence* s = seqOf(sr);
     if (!s->request->first_scheduled) s->request->first_scheduled = t0;
     if (s->index == 0) s->request->cached_tokens = std::max(0, sr->num_reused_tokens);
   }
+  const int64_t vocab = engine->modelConfig().vocab_size;
   for (SchedRequest* sr : plan.resumed) {
     ExecSequence* s = seqOf(sr);
     it.resumed.push_back(s->request->id);
-    if (s->index == 0 && s->request->req.return_context_logits && s->tokens.size() == static_cast<size_t>(sr->prompt_len))
-      s->request->context_logits.resize(static_cast<size_t>(kv.numComputedTokens(sr->id)) * static_cast<size_t>(vocab));
+    // A resumed prompt computes again from its reused prefix: context logits restart there.
+    if (s->index == 0 && s->request->req.return_context_logits && sr->tokens.size() == static_cast<size_t>(sr->prompt_len))
+      for (const ScheduledSequence& e : plan.sequences)
+        if (e.request == sr)
+          s->request->context_logits.resize(static_cast<size_t>(e.num_cached) * static_cast<size_t>(vocab));
   }
   for (SchedRequest* sr : plan.paused) {
     ExecSequence* s = seqOf(sr);
     ++s->request->pauses;
     it.paused.push_back(s->request->id);
   }
+}
 
-  if (plan.empty()) {
-    // Nothing to launch: the launched steps' results are what comes next.
-    const bool progressed = !plan.failed.empty() || !in_flight.empty();
-    sampled += drainInFlight();
-    retireFinished();
-    publishStats(nullptr, sampled);
-    return progressed;
-  }
-
+Status Executor::Impl::launch(SchedulePlan& plan, IterationStats& it) {
   std::vector<StepSequence> steps(plan.sequences.size());
   detail::InFlightStep launched;
   launched.entries.resize(plan.sequences.size());
   for (size_t i = 0; i < plan.sequences.size(); ++i) {
     const ScheduledSequence& e = plan.sequences[i];
-    ExecSequence* s = seqOf(e.request);
+    ExecSequence* s = seq_by_id.at(e.request->id);
     const Request& rq = s->request->req;
     StepSequence& st = steps[i];
     st.id = e.request->id;
-    st.tokens = s->tokens;
+    st.tokens = e.request->tokens;
+    st.num_cached = e.num_cached;
     st.num_compute = e.num_tokens;
+    st.block_table = e.block_table;
     st.sample = e.sample;
     st.return_logits = e.is_context && rq.return_context_logits && s->index == 0 &&
-                       s->tokens.size() == static_cast<size_t>(e.request->prompt_len);
+                       e.request->tokens.size() == static_cast<size_t>(e.request->prompt_len);
     st.return_last_logits = e.sample && rq.return_generation_logits;
     st.params = &rq.sampling_params;
     st.state = &s->sampling;
-    st.fed_last = s->pending > 0;  // its last token is the previous step's, still on the device
-    launched.entries[i] = {s, e.sample, st.fed_last, st.return_logits, -1};
+    st.fed_last = e.fed_last;
+    launched.entries[i] = {s, e.sample, st.return_logits, -1};
     it.scheduled.push_back({s->request->id, s->index, e.num_tokens, e.is_context});
     if (e.is_context) {
       ++it.num_context_requests;
@@ -449,45 +413,83 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
     }
   }
   it.num_scheduled_requests = static_cast<int32_t>(steps.size());
-
-  if (Status st = engine->runner().launch(steps, overlap); !st.isOk()) {
-    LLMRT_LOG_ERROR("executor: step failed: %s", st.toString().c_str());
-    failEverything(st);
-    publishStats(nullptr, sampled);
-    return true;
-  }
+  LLMRT_RETURN_IF_ERROR(engine->runner().launch(steps, plan.copies, overlap));
   if (!in_flight.empty()) {
     std::lock_guard<std::mutex> lock(mu);
     ++stats.overlapped_steps;
   }
-  scheduler->onStepComplete(plan);
-  // Each sampled token gets its place now (a placeholder until its results are handled), so the
-  // next step can be scheduled before they are.
-  for (auto& e : launched.entries) {
+  // KV of known tokens computed, a placeholder for each sampled token: the next step can be
+  // scheduled before this one's results are back.
+  LLMRT_RETURN_IF_ERROR(scheduler->onLaunched(plan));
+  for (size_t i = 0; i < plan.sequences.size(); ++i) {
+    detail::InFlightStep::Entry& e = launched.entries[i];
     ++e.seq->in_flight;
     if (!e.sample) continue;
-    e.placeholder = static_cast<int32_t>(e.seq->tokens.size());
-    e.seq->tokens.push_back(detail::kPendingToken);
-    ++e.seq->pending;
+    e.token_pos = plan.sequences[i].token_pos;
     e.seq->sampling.acceptPending();  // the next step's RNG step and min_tokens count include it
   }
   in_flight.push_back(std::move(launched));
-  if (in_flight.size() == 2) {
-    // The step before this one: its tokens are needed to finish this one's bookkeeping.
-    sampled += handleOldestStep();
-    if (!in_flight.empty()) {
-      // Tokens this step computed from the device's copy are known now: their KV is computed.
-      for (const auto& e : in_flight.back().entries) {
-        if (!e.fed || e.seq->finish != FinishReason::kNone) continue;
-        if (Status st = engine->runner().markFedComputed(e.seq->sched.id); !st.isOk()) {
-          LLMRT_LOG_ERROR("executor: %s", st.toString().c_str());
-          failEverything(st);
-          break;
-        }
-      }
-    }
-  }
+  return Status::ok();
+}
+
+int32_t Executor::Impl::update() {
+  int32_t sampled = 0;
+  // With two steps launched, the older one's tokens are needed to schedule the next.
+  if (in_flight.size() == 2) sampled += handleOldestStep();
   if (!in_flight.empty() && !engine->runner().launchedAsync()) sampled += handleOldestStep();  // ran to completion
+  return sampled;
+}
+
+bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::vector<RequestId>& cancel_ids) {
+  std::lock_guard<std::mutex> step_lock(step_mu);
+  const auto t0 = Clock::now();
+  for (auto& p : intake) intakeRequest(std::move(p));
+  intake.clear();
+  for (RequestId id : cancel_ids) {
+    auto it = active.find(id);
+    if (it == active.end()) continue;
+    for (auto& s : it->second->seqs) finishSequence(*s, FinishReason::kCancelled);
+  }
+  cancel_ids.clear();
+  retireFinished();
+  const bool any_alive = std::any_of(active.begin(), active.end(), [](const auto& entry) {
+    return entry.second->num_finished < static_cast<int>(entry.second->seqs.size());
+  });
+  if (!any_alive) {
+    const bool handled = !in_flight.empty();  // (only finished, e.g. cancelled, sequences are left in them)
+    const int32_t sampled = drainInFlight();
+    retireFinished();
+    publishStats(nullptr, sampled);
+    return handled;
+  }
+
+  // schedule -> launch -> update
+  Result<SchedulePlan> planned = scheduler->schedule(runnableSequences());
+  if (!planned.isOk()) {
+    LLMRT_LOG_ERROR("executor: scheduling failed: %s", planned.status().toString().c_str());
+    failEverything(planned.status());
+    publishStats(nullptr);
+    return true;
+  }
+  SchedulePlan& plan = *planned;
+  IterationStats it;
+  notePlan(plan, t0, it);
+  if (plan.empty()) {
+    // Nothing to launch: the launched steps' results are what comes next.
+    const bool progressed = !plan.failed.empty() || !in_flight.empty();
+    const int32_t sampled = drainInFlight();
+    retireFinished();
+    publishStats(nullptr, sampled);
+    return progressed;
+  }
+  if (Status st = launch(plan, it); !st.isOk()) {
+    LLMRT_LOG_ERROR("executor: step failed: %s", st.toString().c_str());
+    failEverything(st);
+    publishStats(nullptr);
+    return true;
+  }
+  const int32_t sampled = update();
+
   retireFinished();
   for (auto& [id, r] : active)
     for (auto& s : r->seqs)
@@ -545,6 +547,7 @@ void Executor::Impl::run() {
     stopped = true;
   }
   resp_cv.notify_all();
+  kv_events_cv.notify_all();
 }
 
 }  // namespace llmrt

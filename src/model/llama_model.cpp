@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "core/logging.h"
+#include "loader/llama_weights.h"
 
 namespace llmrt {
 namespace {
@@ -18,8 +19,6 @@ TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
   v.strides = Shape{t.strides[0], 1};
   return v;
 }
-
-std::string layerName(int64_t i, const char* suffix) { return "model.layers." + std::to_string(i) + "." + suffix; }
 
 }  // namespace
 
@@ -52,13 +51,17 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
     return Status::ok();
   };
 
-  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize(), V = c.vocab_size;
-  LLMRT_RETURN_IF_ERROR(load("model.embed_tokens.weight", {{"model.embed_tokens.weight", {V, H}}}, embed_));
-  LLMRT_RETURN_IF_ERROR(load("model.norm.weight", {{"model.norm.weight", {H}}}, final_norm_));
-  if (c.tie_word_embeddings) {
+  // Names, shapes and which tensors exist come from the loader's Llama tensor table.
+  using T = LlamaTensor;
+  auto part = [&](LlamaTensor t, int64_t layer) {
+    return std::pair<std::string, Shape>(llamaTensorName(t, layer), llamaTensorShape(t, c));
+  };
+  LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kEmbedTokens), {part(T::kEmbedTokens, 0)}, embed_));
+  LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kFinalNorm), {part(T::kFinalNorm, 0)}, final_norm_));
+  if (!llamaTensorPresent(T::kLmHead, c)) {
     lm_head_ = embed_;
   } else {
-    LLMRT_RETURN_IF_ERROR(load("lm_head.weight", {{"lm_head.weight", {V, H}}}, lm_head_));
+    LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kLmHead), {part(T::kLmHead, 0)}, lm_head_));
   }
   layers_.resize(static_cast<size_t>(c.num_hidden_layers));
   // Progress: a line at most every second while loading, and one at the end.
@@ -77,39 +80,53 @@ Status LlamaModel::loadWeights(const WeightSource& weights) {
   };
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     Layer& L = layers_[static_cast<size_t>(i)];
-    auto n = [&](const char* s) { return layerName(i, s); };
-    LLMRT_RETURN_IF_ERROR(load(n("input_layernorm.weight"), {{n("input_layernorm.weight"), {H}}}, L.input_norm));
+    auto p = [&](LlamaTensor t) { return part(t, i); };
+    // The backend's names for the fused [q | k | v] and [gate | up] weights.
+    auto fused = [&](const char* s) { return llamaLayerTensorName(i, s); };
+    LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kInputNorm, i), {p(T::kInputNorm)}, L.input_norm));
+    LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kPostNorm, i), {p(T::kPostNorm)}, L.post_norm));
     LLMRT_RETURN_IF_ERROR(
-        load(n("post_attention_layernorm.weight"), {{n("post_attention_layernorm.weight"), {H}}}, L.post_norm));
-    LLMRT_RETURN_IF_ERROR(load(n("self_attn.qkv_proj.weight"),
-                               {{n("self_attn.q_proj.weight"), {Q, H}},
-                                {n("self_attn.k_proj.weight"), {KV, H}},
-                                {n("self_attn.v_proj.weight"), {KV, H}}},
-                               L.qkv_w));
-    if (c.attention_bias) {
-      LLMRT_RETURN_IF_ERROR(load(n("self_attn.qkv_proj.bias"),
-                                 {{n("self_attn.q_proj.bias"), {Q}},
-                                  {n("self_attn.k_proj.bias"), {KV}},
-                                  {n("self_attn.v_proj.bias"), {KV}}},
-                                 L.qkv_b));
+        load(fused("self_attn.qkv_proj.weight"), {p(T::kQProj), p(T::kKProj), p(T::kVProj)}, L.qkv_w));
+    if (llamaTensorPresent(T::kQBias, c)) {
+      LLMRT_RETURN_IF_ERROR(
+          load(fused("self_attn.qkv_proj.bias"), {p(T::kQBias), p(T::kKBias), p(T::kVBias)}, L.qkv_b));
     }
-    LLMRT_RETURN_IF_ERROR(load(n("self_attn.o_proj.weight"), {{n("self_attn.o_proj.weight"), {H, Q}}}, L.o_w));
-    if (c.o_proj_bias)
-      LLMRT_RETURN_IF_ERROR(load(n("self_attn.o_proj.bias"), {{n("self_attn.o_proj.bias"), {H}}}, L.o_b));
-    LLMRT_RETURN_IF_ERROR(load(n("mlp.gate_up_proj.weight"),
-                               {{n("mlp.gate_proj.weight"), {I, H}}, {n("mlp.up_proj.weight"), {I, H}}},
-                               L.gate_up_w));
-    LLMRT_RETURN_IF_ERROR(load(n("mlp.down_proj.weight"), {{n("mlp.down_proj.weight"), {H, I}}}, L.down_w));
-    if (c.mlp_bias) {
-      LLMRT_RETURN_IF_ERROR(load(n("mlp.gate_up_proj.bias"),
-                                 {{n("mlp.gate_proj.bias"), {I}}, {n("mlp.up_proj.bias"), {I}}}, L.gate_up_b));
-      LLMRT_RETURN_IF_ERROR(load(n("mlp.down_proj.bias"), {{n("mlp.down_proj.bias"), {H}}}, L.down_b));
+    LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kOProj, i), {p(T::kOProj)}, L.o_w));
+    if (llamaTensorPresent(T::kOBias, c))
+      LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kOBias, i), {p(T::kOBias)}, L.o_b));
+    LLMRT_RETURN_IF_ERROR(
+        load(fused("mlp.gate_up_proj.weight"), {p(T::kGateProj), p(T::kUpProj)}, L.gate_up_w));
+    LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kDownProj, i), {p(T::kDownProj)}, L.down_w));
+    if (llamaTensorPresent(T::kGateBias, c)) {
+      LLMRT_RETURN_IF_ERROR(
+          load(fused("mlp.gate_up_proj.bias"), {p(T::kGateBias), p(T::kUpBias)}, L.gate_up_b));
+      LLMRT_RETURN_IF_ERROR(load(llamaTensorName(T::kDownBias, i), {p(T::kDownBias)}, L.down_b));
     }
-    L.sliding_window = c.slidingWindowForLayer(i);
+    L.window = c.slidingWindowForLayer(i).value_or(0);
     progress(i + 1, false);
   }
   LLMRT_RETURN_IF_ERROR(backend_.finishWeights());  // copies still in flight land (or fail) here
   progress(c.num_hidden_layers, true);
+  std::vector<int32_t> windows;
+  for (const Layer& L : layers_) windows.push_back(static_cast<int32_t>(std::min<int64_t>(L.window, INT32_MAX)));
+  return setAttentionWindows(windows);
+}
+
+Status LlamaModel::setAttentionWindows(std::span<const int32_t> per_layer) {
+  if (per_layer.size() != layers_.size())
+    return fieldError("LlamaModel", "attention windows", std::to_string(per_layer.size()) + " values",
+                      "one per layer (" + std::to_string(layers_.size()) + ")");
+  bool full = per_layer.empty();
+  int64_t widest = 0;
+  for (size_t i = 0; i < per_layer.size(); ++i) {
+    if (per_layer[i] < 0)
+      return fieldError("LlamaModel", "attention window of layer " + std::to_string(i), std::to_string(per_layer[i]),
+                        ">= 0 tokens (0 = full attention)");
+    full = full || per_layer[i] == 0;
+    widest = std::max<int64_t>(widest, per_layer[i]);
+  }
+  for (size_t i = 0; i < per_layer.size(); ++i) layers_[i].window = per_layer[i];
+  step_window_ = full ? 0 : widest;
   return Status::ok();
 }
 
@@ -123,18 +140,9 @@ DType LlamaModel::slotDtype(int slot) const {
   }
 }
 
-int64_t LlamaModel::decodeBucket(int64_t n) {
-  static constexpr int64_t kBuckets[] = {1,  2,  3,   4,   6,   8,   12,  16,  24,  32,  48,  64,
-                                         96, 128, 160, 192, 224, 256, 320, 384, 448, 512};
-  for (int64_t b : kBuckets)
-    if (n <= b) return b;
-  return n;
-}
-
 Status LlamaModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows) {
   const ModelConfig& c = config_;
-  // Decode steps are padded up to kMaxRecordedBatch rows, and each row has logits.
-  const int64_t T = std::max(max_tokens, kMaxRecordedBatch), R = std::max(max_logit_rows, kMaxRecordedBatch);
+  const int64_t T = max_tokens, R = max_logit_rows;
   const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
   const std::pair<int64_t, int64_t> shapes[] = {{T, H}, {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, 2 * I},
                                                 {T, I}, {R, H}, {R, H},          {R, c.vocab_size}};
@@ -145,85 +153,15 @@ Status LlamaModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows
   return backend_.reserveWorkspace(T, std::max({H, I, Q}));
 }
 
-Result<TensorView> LlamaModel::forward(const ForwardBatch& batch) {
-  const ModelConfig& c = config_;
-  const int64_t T = batch.numTokens();
-  const int64_t tpb = backend_.kvGeometry().tokens_per_block;
-  if (T == 0) return invalidArgument("forward: empty batch");
-  if (tpb <= 0) return failedPrecondition("forward: KV cache pools are not allocated");
-
-  // A decode step (one token and its logits per sequence) is padded to its bucket
-  // and recorded where the backend can: the padding rows attend to one key of
-  // block 0, write nothing and are dropped.
-  bool decode = backend_.canRecord() && T <= kMaxRecordedBatch;
-  for (const ForwardSeq& fs : batch.seqs) decode = decode && fs.num_new == 1 && fs.logits == LogitsMode::kLast;
-  const int64_t padded = decode ? decodeBucket(T) : T;
-
-  // Positions, cache slots, sequences and logits rows of the packed tokens.
-  token_ids_.assign(batch.token_ids.begin(), batch.token_ids.end());
-  positions_.resize(static_cast<size_t>(T));
-  slots_.resize(static_cast<size_t>(T));
-  seqs_.clear();
-  logit_rows_.clear();
-  // RoPE: the model's table, or (dynamic NTK) one table per sequence, table s for sequence s.
-  const bool per_seq_rope = ropeDependsOnLength(c);
-  if (per_seq_rope)
-    inv_freq_.clear();
-  else
-    inv_freq_ = rope_.inv_freq;
-  int64_t row = 0;
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    const ForwardSeq& fs = batch.seqs[s];
-    const int64_t kv_len = fs.num_cached + fs.num_new;
-    if (static_cast<int64_t>(fs.block_table.size()) * tpb < kv_len)
-      return invalidArgument("forward: sequence " + std::to_string(s) + " has " + std::to_string(fs.block_table.size()) +
-                             " blocks for " + std::to_string(kv_len) + " tokens");
-    if (per_seq_rope) {
-      const RopeTable rt = computeRopeTable(c, kv_len);
-      inv_freq_.insert(inv_freq_.end(), rt.inv_freq.begin(), rt.inv_freq.end());
-    }
-    seqs_.push_back(StepSeq{row, fs.num_new, kv_len, fs.block_table, per_seq_rope ? static_cast<int32_t>(s) : 0});
-    for (int64_t i = 0; i < fs.num_new; ++i) {
-      const int64_t pos = fs.num_cached + i;
-      positions_[static_cast<size_t>(row + i)] = static_cast<int32_t>(pos);
-      slots_[static_cast<size_t>(row + i)] = static_cast<int64_t>(fs.block_table[static_cast<size_t>(pos / tpb)]) * tpb + pos % tpb;
-      if (fs.logits == LogitsMode::kAll || (fs.logits == LogitsMode::kLast && i == fs.num_new - 1))
-        logit_rows_.push_back(row + i);
-    }
-    row += fs.num_new;
-  }
-  static const int32_t kPadTable[1] = {0};
-  for (int64_t r = T; r < padded; ++r) {
-    token_ids_.push_back(0);
-    positions_.push_back(0);
-    slots_.push_back(-1);
-    if (per_seq_rope) inv_freq_.insert(inv_freq_.end(), rope_.inv_freq.begin(), rope_.inv_freq.end());
-    seqs_.push_back(StepSeq{r, 1, 1, std::span<const int32_t>(kPadTable, 1),
-                            per_seq_rope ? static_cast<int32_t>(seqs_.size()) : 0});
-    logit_rows_.push_back(r);
-  }
-  const int64_t R = static_cast<int64_t>(logit_rows_.size());
-
-  StepInputs in;
-  in.token_ids = token_ids_;
-  in.positions = positions_;
-  in.slots = slots_;
-  in.seqs = seqs_;
-  in.logit_rows = logit_rows_;
-  in.fed_tokens = batch.fed;
-  in.rope_inv_freq = inv_freq_;
-  in.rotary_dim = rope_.rotary_dim;
-  in.rope_attention_scaling = rope_.attention_scaling;
+Result<TensorView> LlamaModel::forward(const StepInputs& in, const StepLayout& layout) {
   LLMRT_RETURN_IF_ERROR(backend_.beginStep(in));
-
-  if (decode)
-    backend_.recordOrReplay(static_cast<uint64_t>(padded), [&] { run(padded, R); });
+  if (layout.record)
+    backend_.recordOrReplay(static_cast<uint64_t>(layout.rows), [&] { run(layout.rows, layout.logit_rows); });
   else
-    run(T, R);
-  const int64_t real_rows = R - (padded - T);
-  if (real_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, c.vocab_size});
-  TensorView logits = backend_.scratch(8, R, c.vocab_size);
-  logits.shape = Shape{real_rows, c.vocab_size};
+    run(layout.rows, layout.logit_rows);
+  if (layout.real_logit_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, config_.vocab_size});
+  TensorView logits = backend_.scratch(8, layout.logit_rows, config_.vocab_size);
+  logits.shape = Shape{layout.real_logit_rows, config_.vocab_size};
   return logits;
 }
 
@@ -254,8 +192,7 @@ void LlamaModel::run(int64_t T, int64_t R) {
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     const int64_t layer = static_cast<int64_t>(li);
-    backend_.ropeAttention(layer, q, k, v, c.head_dim, c.num_attention_heads, L.sliding_window.value_or(0), scale,
-                           attn_out);
+    backend_.ropeAttention(layer, q, k, v, c.head_dim, c.num_attention_heads, L.window, scale, attn_out);
     backend_.linearAddNormLinear(attn_out, L.o_w, bias(L.o_b), x, L.post_norm, eps, h, L.gate_up_w,
                                  bias(L.gate_up_b), gate_up);
     backend_.siluMul(gate_up, act);

@@ -5,18 +5,26 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "llmrt/model_config.h"
-#include "model/forward_batch.h"
 #include "model/rope.h"
 
 namespace llmrt {
 
 // Returns the checkpoint tensor with this HF name (host memory, any float dtype).
 using WeightSource = std::function<Result<TensorView>(const std::string& name)>;
+
+// The shape of one step's StepInputs (the runtime's StepBuilder makes both).
+struct StepLayout {
+  int64_t rows = 0;             // token rows, padding included
+  int64_t logit_rows = 0;       // logits rows, padding included
+  int64_t real_logit_rows = 0;  // the first ones; the rest belong to padding rows
+  bool record = false;          // a decode step backends that can record replay per `rows`
+};
 
 class LlamaModel {
  public:
@@ -26,21 +34,30 @@ class LlamaModel {
 
   const ModelConfig& config() const { return config_; }
 
-  // Runs one step. The KV of the new tokens is written into the backend's
-  // pool at the slots the block tables give. Returns logits [numLogitRows, vocab]
-  // (float32, backend memory, valid until the next call), rows in sequence order.
-  Result<TensorView> forward(const ForwardBatch& batch);
+  // The attention window of every layer (tokens; 0 = full attention), as
+  // resolveAttentionWindows gives them; until set, the config's own sliding windows.
+  // Steps declare the widest as StepInputs::attention_window, so block tables may hold
+  // blocks the KV cache manager released below it. Errors: a count other than the
+  // model's layers, a negative window.
+  Status setAttentionWindows(std::span<const int32_t> per_layer);
+  int64_t attentionWindow(int64_t layer) const { return layers_[static_cast<size_t>(layer)].window; }
+
+  // What a step's inputs need from the model: its RoPE table (length-independent; dynamic NTK
+  // tables are computed per sequence from config()) and the widest attention window of its
+  // layers (StepInputs::attention_window; 0 when a layer attends fully).
+  const RopeTable& ropeTable() const { return rope_; }
+  int64_t stepAttentionWindow() const { return step_window_; }
+
+  // Runs one step on inputs the runtime laid out (positions, slots, padding: StepBuilder): begins
+  // the step on the backend, composes the layers' ops (recorded / replayed where
+  // `layout.record`) and returns logits [layout.real_logit_rows, vocab] (float32, backend
+  // memory, valid until the next call), rows in sequence order. The KV of the new tokens is
+  // written into the backend's pool at the inputs' slots.
+  Result<TensorView> forward(const StepInputs& in, const StepLayout& layout);
 
   // Sizes every activation buffer for steps of up to `max_tokens` tokens and
   // `max_logit_rows` logits rows up front, so such a step never allocates.
   Status reserveActivations(int64_t max_tokens, int64_t max_logit_rows);
-
-  // Decode steps (one new token per sequence, last logits only) of up to this
-  // many sequences are padded to a bucket size and recorded per bucket on
-  // backends that can record (CUDA graphs).
-  static constexpr int64_t kMaxRecordedBatch = 512;
-  // The padded size of a decode step of `n` sequences (n <= kMaxRecordedBatch).
-  static int64_t decodeBucket(int64_t n);
 
  private:
   // The dtype of activation buffer `slot` (see run()).
@@ -51,7 +68,7 @@ class LlamaModel {
     TensorView o_w, o_b;
     TensorView gate_up_w, gate_up_b;  // fused [gate | up]
     TensorView down_w, down_b;
-    std::optional<int64_t> sliding_window;
+    int64_t window = 0;  // attention window in tokens; 0 = full
   };
 
   LlamaModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
@@ -59,17 +76,13 @@ class LlamaModel {
   // The ops of one step after beginStep: embedding, the layers, the logits rows.
   void run(int64_t tokens, int64_t logit_rows);
 
-  // Per-step host buffers, reused.
-  std::vector<int32_t> token_ids_, positions_;
-  std::vector<int64_t> slots_, logit_rows_;
-  std::vector<StepSeq> seqs_;
-  std::vector<float> inv_freq_;
 
   ModelConfig config_;
   Backend& backend_;
   TensorView embed_, final_norm_, lm_head_;
   std::vector<Layer> layers_;
   RopeTable rope_;  // length-independent table (all but dynamic NTK)
+  int64_t step_window_ = 0;  // the widest layer window, 0 when a layer attends fully
 };
 
 }  // namespace llmrt

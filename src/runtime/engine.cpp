@@ -1,5 +1,7 @@
 #include "runtime/engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "backend/cpu/cpu_backend.h"
@@ -8,43 +10,31 @@
 #endif
 #include "core/logging.h"
 #include "kv/kv_cache_sizing.h"
+#include "runtime/step_builder.h"
+#include "model/attention_windows.h"
 
 namespace llmrt {
 
-Status EngineOptions::validate() const {
-  if (model_dir.empty()) return fieldError("EngineOptions", "model", "\"\"", "a model directory");
-  if (backend != "cpu" && backend != "cuda")
-    return fieldError("EngineOptions", "backend", "\"" + backend + "\"", "\"cpu\" or \"cuda\"");
-  if (dtype != "auto" && dtype != "bfloat16" && dtype != "float16" && dtype != "float32")
-    return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"",
-                      "\"auto\", \"bfloat16\", \"float16\" or \"float32\"");
-  if (backend == "cpu" && (dtype == "bfloat16" || dtype == "float16"))
-    return fieldError("EngineOptions", "dtype", "\"" + dtype + "\"",
-                      "\"auto\" or \"float32\" (the CPU backend computes in float32)");
-  const std::string& kvd = kv_cache_config.dtype;
-  if ((kvd == "bfloat16" || kvd == "float16") && (backend == "cpu" || dtype == "float32"))
-    return fieldError("KvCacheConfig", "dtype", "\"" + kvd + "\"",
-                      "\"auto\" or \"float32\" with " +
-                          std::string(backend == "cpu" ? "the CPU backend (it computes in float32)"
-                                                       : "dtype \"float32\" (a 16-bit cache needs 16-bit weights)"));
-  if (num_threads < 0) return fieldError("EngineOptions", "num_threads", std::to_string(num_threads), ">= 0");
-  if (max_seq_len < 0) return fieldError("EngineOptions", "max_seq_len", std::to_string(max_seq_len), ">= 0");
-  if (max_num_tokens < 1 || max_num_tokens > (1 << 20))
-    return fieldError("EngineOptions", "max_num_tokens", std::to_string(max_num_tokens), "an integer in [1, 1048576]");
-  return kv_cache_config.validate();
-}
-
 Engine::~Engine() = default;
 
-DType computeDtype(const EngineOptions& options, const WeightStore& weights, const ModelConfig& config) {
-  if (options.backend == "cpu" || options.dtype == "float32") return DType::kF32;
-  if (options.dtype == "bfloat16") return DType::kBF16;
-  if (options.dtype == "float16") return DType::kF16;
-  // "auto": a float16 checkpoint stays float16 (rounding it to bf16 would drop 3 bits of every
+bool cudaBackendAvailable() {
+#if LLMRT_HAVE_CUDA
+  return ::access("/dev/nvidiactl", F_OK) == 0 || ::access("/dev/nvidia0", F_OK) == 0;
+#else
+  return false;
+#endif
+}
+
+DType computeDtype(const EngineConfig& config, BackendKind backend, const WeightStore& weights,
+                   const ModelConfig& model) {
+  if (backend == BackendKind::kCpu || config.dtype == ComputeDtype::kFloat32) return DType::kF32;
+  if (config.dtype == ComputeDtype::kBFloat16) return DType::kBF16;
+  if (config.dtype == ComputeDtype::kFloat16) return DType::kF16;
+  // auto: a float16 checkpoint stays float16 (rounding it to bf16 would drop 3 bits of every
   // weight); bf16 and fp32 checkpoints run in bf16. The checkpoint's dtype is what the config
   // says, else the floating-point dtype holding most of the weights' bytes.
-  if (config.torch_dtype == "float16") return DType::kF16;
-  if (!config.torch_dtype.empty()) return DType::kBF16;
+  if (model.torch_dtype == "float16") return DType::kF16;
+  if (!model.torch_dtype.empty()) return DType::kBF16;
   uint64_t f16 = 0, other = 0;
   for (const WeightEntry& w : weights.entries()) {
     if (w.dtype == DType::kF16)
@@ -55,12 +45,107 @@ DType computeDtype(const EngineOptions& options, const WeightStore& weights, con
   return f16 > other ? DType::kF16 : DType::kBF16;
 }
 
-DType kvCacheDtype(const EngineOptions& options, DType compute) {
-  const std::string& d = options.kv_cache_config.dtype;
-  if (compute == DType::kF32 || d == "float32") return DType::kF32;
-  if (d == "bfloat16") return DType::kBF16;
-  if (d == "float16") return DType::kF16;
-  return compute;  // "auto"
+DType kvCacheDtype(const EngineConfig& config, DType compute) {
+  const KvCacheDtype d = config.kv_cache_config.dtype;
+  if (compute == DType::kF32 || d == KvCacheDtype::kFloat32) return DType::kF32;
+  if (d == KvCacheDtype::kBFloat16) return DType::kBF16;
+  if (d == KvCacheDtype::kFloat16) return DType::kF16;
+  return compute;  // auto
+}
+
+Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDirectory& dir) {
+  ResolvedConfig r;
+  r.config = config;
+  EngineConfig& c = r.config;
+  const ModelConfig& model = dir.config;
+  constexpr std::string_view kWhere = "EngineConfig";
+
+  if (c.backend == BackendKind::kAuto) {
+    c.backend = cudaBackendAvailable() ? BackendKind::kCuda : BackendKind::kCpu;
+    r.notes.push_back(c.backend == BackendKind::kCuda ? "backend auto: a GPU is present"
+                                                      : "backend auto: no GPU or no CUDA backend in this build");
+  }
+  r.compute_dtype = computeDtype(c, c.backend, dir.weights, model);
+  r.kv_dtype = kvCacheDtype(c, r.compute_dtype);
+  c.dtype = r.compute_dtype == DType::kBF16 ? ComputeDtype::kBFloat16
+            : r.compute_dtype == DType::kF16 ? ComputeDtype::kFloat16
+                                             : ComputeDtype::kFloat32;
+  c.kv_cache_config.dtype = r.kv_dtype == DType::kBF16 ? KvCacheDtype::kBFloat16
+                            : r.kv_dtype == DType::kF16 ? KvCacheDtype::kFloat16
+                                                        : KvCacheDtype::kFloat32;
+  if (c.overlap == OverlapMode::kAuto) c.overlap = c.backend == BackendKind::kCuda ? OverlapMode::kOn : OverlapMode::kOff;
+
+  const int64_t positions = model.max_position_embeddings;
+  if (c.max_seq_len == 0) {
+    c.max_seq_len = positions;
+    r.notes.push_back("max_seq_len: the model's max_position_embeddings");
+  } else if (c.max_seq_len > positions) {
+    // Beyond the trained positions only where the RoPE scaling is made for it (as vLLM derives
+    // its limit): linear and yarn stretch the positions by `factor` (yarn from the original
+    // length); dynamic NTK rescales for any length.
+    const RopeScaling& rs = model.rope_scaling;
+    const int64_t original = rs.original_max_position_embeddings > 0 ? rs.original_max_position_embeddings : positions;
+    int64_t limit = positions;
+    std::string why = "the model's max_position_embeddings";
+    if (rs.type == RopeScalingType::kLinear || rs.type == RopeScalingType::kYarn) {
+      limit = std::max<int64_t>(positions, static_cast<int64_t>(static_cast<double>(original) * rs.factor));
+      why = std::string(ropeScalingTypeName(rs.type)) + " RoPE scaling's factor x the model's positions";
+    } else if (rs.type == RopeScalingType::kDynamic) {
+      limit = c.max_seq_len;
+      r.notes.push_back("max_seq_len beyond max_position_embeddings: dynamic NTK RoPE rescales for it");
+    }
+    if (c.max_seq_len > limit)
+      return fieldError(kWhere, "max_seq_len", std::to_string(c.max_seq_len),
+                        strprintf("at most %lld (%s; max_position_embeddings %lld, config.json)",
+                                  static_cast<long long>(limit), why.c_str(), static_cast<long long>(positions)));
+  }
+  if (c.max_input_len == 0) {
+    c.max_input_len = c.max_seq_len - 1;
+  } else if (c.max_input_len >= c.max_seq_len) {
+    return fieldError(kWhere, "max_input_len", std::to_string(c.max_input_len),
+                      strprintf("less than max_seq_len (%lld%s), leaving room for one generated token",
+                                static_cast<long long>(c.max_seq_len),
+                                config.max_seq_len == 0 ? ": the model's max_position_embeddings" : ""));
+  }
+
+  // Attention windows (max_attention_window against the model's sliding windows): the model
+  // applies them per layer, the KV cache manager releases blocks by the widest.
+  LLMRT_ASSIGN_OR_RETURN(r.windows, resolveAttentionWindows(model, c.kv_cache_config.max_attention_window,
+                                                            c.max_seq_len));
+  c.kv_cache_config.max_attention_window.clear();  // the windows as a valid list (full = max_seq_len)
+  for (int32_t w : r.windows.per_layer)
+    c.kv_cache_config.max_attention_window.push_back(w > 0 ? w : static_cast<int32_t>(c.max_seq_len));
+
+  KvCacheConfig& kv = c.kv_cache_config;
+  if (c.backend == BackendKind::kCpu && !kv.max_tokens && !kv.free_gpu_memory_fraction) {
+    // On the CPU, host memory is shared with everything else: unless the user sized the cache,
+    // cap it at what a few full-length sequences need.
+    kv.max_tokens = std::max<int64_t>(4 * c.max_seq_len, 32768);
+    r.notes.push_back(strprintf("KV cache max_tokens %lld: the CPU backend's cap max(4 x max_seq_len, 32768) "
+                                "(set kv_cache_config.max_tokens or free_gpu_memory_fraction to change it)",
+                                static_cast<long long>(*kv.max_tokens)));
+  }
+  return r;
+}
+
+std::string describeConfig(const ResolvedConfig& r) {
+  const EngineConfig& c = r.config;
+  std::string s = strprintf(
+      "backend %s, dtype %s, KV cache %s (%s tokens per block, max_tokens %s, reuse %s), max_seq_len %lld, "
+      "max_input_len %lld, max_batch_size %d, max_num_tokens %lld, %s, overlap %s",
+      std::string(toString(c.backend)).c_str(), std::string(toString(c.dtype)).c_str(),
+      std::string(toString(c.kv_cache_config.dtype)).c_str(),
+      std::to_string(c.kv_cache_config.tokens_per_block).c_str(),
+      c.kv_cache_config.max_tokens ? std::to_string(*c.kv_cache_config.max_tokens).c_str() : "from free memory",
+      c.kv_cache_config.enable_block_reuse ? "on" : "off", static_cast<long long>(c.max_seq_len),
+      static_cast<long long>(c.max_input_len), c.max_batch_size, static_cast<long long>(c.max_num_tokens),
+      std::string(toString(c.scheduler_config.capacity_scheduler_policy)).c_str(),
+      std::string(toString(c.overlap)).c_str());
+  s += ", attention windows " + r.windows.toString();
+  if (c.backend == BackendKind::kCuda && !c.cuda_tuning.toString().empty())
+    s += ", cuda tuning " + c.cuda_tuning.toString();
+  for (const std::string& n : r.notes) s += "; " + n;
+  return s;
 }
 
 namespace {
@@ -75,34 +160,31 @@ class BackendMemoryReporter final : public KvMemoryReporter {
   const Backend& b_;
 };
 
-Result<std::unique_ptr<Backend>> createBackend(const EngineOptions& options, const WeightStore& weights,
-                                               const ModelConfig& config) {
-  if (options.backend == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(options.num_threads));
+Result<std::unique_ptr<Backend>> createBackend(const ResolvedConfig& r) {
+  const EngineConfig& c = r.config;
+  if (c.backend == BackendKind::kCpu) return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(c.num_threads));
 #if LLMRT_HAVE_CUDA
   CudaBackendOptions co;
-  co.weight_dtype = computeDtype(options, weights, config);
-  co.kv_dtype = kvCacheDtype(options, co.weight_dtype);
+  co.weight_dtype = r.compute_dtype;
+  co.kv_dtype = r.kv_dtype;
+  co.tuning = c.cuda_tuning;
   return createCudaBackend(co);
 #else
-  (void)weights;
-  (void)config;
-  return unimplemented("EngineOptions: backend \"cuda\": this build has no CUDA backend "
+  return unimplemented("EngineConfig: backend cuda: this build has no CUDA backend "
                        "(configure with -DLLMRT_CUDA=ON where nvcc is installed)");
 #endif
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
-  LLMRT_RETURN_IF_ERROR(options.validate());
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   std::unique_ptr<Engine> e(new Engine());
-  e->options_ = options;
-  LLMRT_ASSIGN_OR_RETURN(e->dir_, ModelDirectory::open(options.model_dir));
+  LLMRT_ASSIGN_OR_RETURN(e->dir_, ModelDirectory::open(config.model));
   const ModelConfig& cfg = e->dir_.config;
-
-  e->max_seq_len_ = options.max_seq_len > 0 ? options.max_seq_len : cfg.max_position_embeddings;
-  if (e->max_seq_len_ > (int64_t{1} << 30))
-    return fieldError("EngineOptions", "max_seq_len", std::to_string(e->max_seq_len_), "at most 2^30");
+  LLMRT_ASSIGN_OR_RETURN(e->resolved_, resolveConfig(config, e->dir_));
+  const EngineConfig& rc = e->resolved_.config;
+  LLMRT_LOG_INFO("[Config] %s", describeConfig(e->resolved_).c_str());
+  const AttentionWindows& windows = e->resolved_.windows;
 
   if (e->dir_.generation && !e->dir_.generation->eos_token_ids.empty()) {
     for (int64_t id : e->dir_.generation->eos_token_ids) e->eos_ids_.push_back(static_cast<TokenId>(id));
@@ -115,22 +197,25 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromFile(*e->dir_.tokenizer_json));
   }
 
-  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(options, e->dir_.weights, cfg));
+  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(e->resolved_));
   const WeightStore* weights = &e->dir_.weights;
   LLMRT_ASSIGN_OR_RETURN(e->model_, LlamaModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
                                                      *e->backend_));
+  LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
   LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
                  formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());
   if (e->backend_->device() != Device::kCpu) {
     // Activation buffers for a full step, allocated before the KV cache takes what is left,
     // so no step can run out of memory (the CPU backend grows them on demand instead).
     const uint64_t before = e->backend_->freeMemoryBytes();
-    LLMRT_RETURN_IF_ERROR(e->model_->reserveActivations(options.max_num_tokens,
-                                                        std::min<int64_t>(options.max_num_tokens, 1024)));
+    // Decode steps are padded up to StepBuilder::kMaxRecordedBatch rows, and each row has logits.
+    const int64_t rows = std::max<int64_t>(rc.max_num_tokens, StepBuilder::kMaxRecordedBatch);
+    LLMRT_RETURN_IF_ERROR(e->model_->reserveActivations(
+        rows, std::max<int64_t>(std::min<int64_t>(rc.max_num_tokens, 1024), StepBuilder::kMaxRecordedBatch)));
     const uint64_t after = e->backend_->freeMemoryBytes();
     LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for activations and workspace (steps of up to %lld tokens)",
                    formatBytes(before > after ? before - after : 0).c_str(),
-                   static_cast<long long>(std::max<int64_t>(options.max_num_tokens, LlamaModel::kMaxRecordedBatch)));
+                   static_cast<long long>(rows));
   }
 
   // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU).
@@ -140,16 +225,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   layout.num_kv_heads = static_cast<int32_t>(cfg.num_key_value_heads);
   layout.head_dim = static_cast<int32_t>(cfg.head_dim);
   layout.dtype = kv_dtype;
-  layout.max_sequence_length = static_cast<int32_t>(e->max_seq_len_);
+  layout.max_sequence_length = static_cast<int32_t>(rc.max_seq_len);
   BackendMemoryReporter memory(*e->backend_);
-  KvCacheConfig kv_config = options.kv_cache_config;
-  if (e->backend_->device() == Device::kCpu && !kv_config.max_tokens && !kv_config.free_gpu_memory_fraction) {
-    // On the CPU, host memory is shared with everything else: unless the user
-    // sized the cache, cap it at what a few full-length sequences need.
-    kv_config.max_tokens = std::max<int64_t>(4 * e->max_seq_len_, 32768);
-    LLMRT_LOG_INFO("KV cache on the CPU backend capped at %lld tokens (set max_tokens or free_gpu_memory_fraction "
-                   "to change)", static_cast<long long>(*kv_config.max_tokens));
-  }
+  const KvCacheConfig& kv_config = rc.kv_cache_config;
   LLMRT_ASSIGN_OR_RETURN(KvCacheSizing sizing, computeKvCacheSizing(kv_config, layout, memory));
   KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
                           sizing.tokens_per_block, kv_dtype};
@@ -163,8 +241,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                    formatBytes(m.kv_secondary).c_str(), formatBytes(m.device_free).c_str(),
                    formatBytes(m.device_total).c_str());
   }
-  LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing));
-  e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, *e->kv_, e->eos_ids_);
+  KvCacheManagerOptions kv_options;
+  kv_options.attention_window = windows.kv_window;  // blocks outside every layer's window are released
+  LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing, kv_options));
+  e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, e->eos_ids_);
   return e;
 }
 

@@ -12,41 +12,55 @@
 
 #include "backend/backend.h"
 #include "kv/kv_cache_manager.h"
-#include "llmrt/kv_cache_config.h"
+#include "llmrt/engine_config.h"
 #include "llmrt/tokenizer.h"
 #include "loader/model_directory.h"
+#include "model/attention_windows.h"
 #include "model/llama_model.h"
 #include "runtime/model_runner.h"
 
 namespace llmrt {
 
-struct EngineOptions {
-  std::string model_dir;
-  KvCacheConfig kv_cache_config;
-  std::string backend = "cpu";  // "cpu" | "cuda" (when built with LLMRT_CUDA)
-  // Compute dtype of the weights: "auto" (cpu: float32; cuda: float16 for a float16 checkpoint,
-  // else bfloat16), "bfloat16" / "float16" (cuda only: 16-bit weights, product inputs and KV
-  // cache; float16 rounds 8x finer but overflows beyond 65504), "float32" (cuda: float32
-  // weights, products and KV cache; agrees with the CPU backend).
-  std::string dtype = "auto";
-  int num_threads = 0;          // CPU backend threads; 0 = all cores
-  int64_t max_seq_len = 0;      // prompt + generated; 0 = the model's max_position_embeddings
-  int64_t max_num_tokens = 8192;  // tokens per step (context chunks are cut to fit)
-
-  Status validate() const;
+// A validated EngineConfig (EngineConfig::validate(), run once by Executor::create) made
+// concrete for one model directory: backend and dtypes chosen, max_seq_len / max_input_len
+// filled in and checked against the model's max_position_embeddings, the CPU's default KV cap
+// applied. `notes` says which values were chosen by a default or a policy, for the log line.
+struct ResolvedConfig {
+  EngineConfig config;  // backend, dtype, overlap, kv dtype concrete; lengths and KV cap set
+  DType compute_dtype = DType::kF32;
+  DType kv_dtype = DType::kF32;
+  // Every layer's attention window; config.kv_cache_config.max_attention_window lists them too.
+  AttentionWindows windows;
+  std::vector<std::string> notes;
 };
 
-// What `options` resolve to for this checkpoint (computeDtype: the weights' and the products'
-// dtype, F32 on the CPU; kvCacheDtype: the cache's, given that compute dtype). Validated options.
-DType computeDtype(const EngineOptions& options, const WeightStore& weights, const ModelConfig& config);
-DType kvCacheDtype(const EngineOptions& options, DType compute);
+// Resolves `config` (already validated) against `dir`. Errors name the option and the model's
+// limit, e.g. "EngineConfig: field 'max_seq_len' has value 100000; expected at most the model's
+// max_position_embeddings (512, config.json)".
+Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDirectory& dir);
+// The one-line summary of a resolved config the engine logs at load.
+std::string describeConfig(const ResolvedConfig& r);
+
+// Whether an NVIDIA GPU is visible to this process (its driver's device nodes exist) and this
+// build has the CUDA backend: what backend "auto" asks. Loads no CUDA library.
+bool cudaBackendAvailable();
+
+// The compute dtype of `config`'s backend for this checkpoint (F32 on the CPU; "auto" on CUDA:
+// F16 for a float16 checkpoint, else BF16) and the KV cache's dtype given that compute dtype.
+DType computeDtype(const EngineConfig& config, BackendKind backend, const WeightStore& weights,
+                   const ModelConfig& model);
+DType kvCacheDtype(const EngineConfig& config, DType compute);
 
 class Engine {
  public:
-  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  // Loads the model for a config that EngineConfig::validate() accepted (Executor::create
+  // validates; tests call validate() themselves) and resolves it (resolveConfig).
+  static Result<std::unique_ptr<Engine>> create(const EngineConfig& config);
   ~Engine();
 
-  const EngineOptions& options() const { return options_; }
+  // The resolved config (backend, dtype, lengths and KV cache sizes as the engine runs them).
+  const EngineConfig& config() const { return resolved_.config; }
+  const ResolvedConfig& resolved() const { return resolved_; }
   const ModelConfig& modelConfig() const { return dir_.config; }
   const ModelDirectory& modelDirectory() const { return dir_; }
   // The tokenizer; null when the directory has no tokenizer.json.
@@ -54,8 +68,7 @@ class Engine {
   // EOS ids: generation_config.json's when present, else config.json's.
   std::span<const TokenId> eosIds() const { return eos_ids_; }
   std::optional<TokenId> bosId() const { return bos_id_; }
-  int64_t maxSeqLen() const { return max_seq_len_; }
-  int64_t maxNumTokens() const { return options_.max_num_tokens; }
+  int64_t maxSeqLen() const { return resolved_.config.max_seq_len; }
 
   // Sequence ids are unique over the engine's lifetime.
   SequenceId newSequenceId() { return next_sequence_id_++; }
@@ -67,7 +80,7 @@ class Engine {
  private:
   Engine() = default;
 
-  EngineOptions options_;
+  ResolvedConfig resolved_;
   ModelDirectory dir_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<LlamaModel> model_;
@@ -76,7 +89,6 @@ class Engine {
   std::unique_ptr<ModelRunner> runner_;
   std::vector<TokenId> eos_ids_;
   std::optional<TokenId> bos_id_;
-  int64_t max_seq_len_ = 0;
   SequenceId next_sequence_id_ = 1;
 };
 

@@ -37,12 +37,6 @@ struct ForwardBatch {
     seqs.push_back(ForwardSeq{num_cached, n, std::move(block_table), mode});
   }
   int64_t numTokens() const { return static_cast<int64_t>(token_ids.size()); }
-  // Number of logits rows the step produces (sum over sequences).
-  int64_t numLogitRows() const {
-    int64_t n = 0;
-    for (const ForwardSeq& s : seqs) n += s.logits == LogitsMode::kAll ? s.num_new : (s.logits == LogitsMode::kLast ? 1 : 0);
-    return n;
-  }
 };
 
 }  // namespace llmrt

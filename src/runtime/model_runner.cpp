@@ -3,6 +3,10 @@
 #include <algorithm>
 
 namespace llmrt {
+// Block tables go from the KV cache manager to the backend as they are: a block the manager
+// released (it left every layer's window) reads the same in both.
+static_assert(kNoBlock == kNoKvBlock, "the KV manager's and the backend's released-block marks differ");
+
 namespace {
 
 // A sampled token, or the sequence's error (the other sequences of the step go on).
@@ -34,12 +38,13 @@ bool ModelRunner::plainGreedy(const StepSequence& s) {
          (p.min_tokens == 0 || s.state->numGenerated() >= p.min_tokens);
 }
 
-ModelRunner::ModelRunner(LlamaModel& model, Backend& backend, KvCacheManager& kv, std::vector<TokenId> eos_ids)
-    : model_(model), backend_(backend), kv_(kv), eos_ids_(std::move(eos_ids)) {}
+ModelRunner::ModelRunner(LlamaModel& model, Backend& backend, std::vector<TokenId> eos_ids)
+    : model_(model), backend_(backend), eos_ids_(std::move(eos_ids)) {}
 
-Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSequence> seqs) {
+Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSequence> seqs,
+                                                          std::span<const KvBlockCopy> copies) {
   if (!pending_.empty()) return failedPrecondition("step: earlier launches are not collected");
-  LLMRT_RETURN_IF_ERROR(launch(seqs, false));
+  LLMRT_RETURN_IF_ERROR(launch(seqs, copies, false));
   return collect();
 }
 
@@ -69,19 +74,11 @@ Result<std::vector<StepSequenceResult>> ModelRunner::collect() {
   return out;
 }
 
-Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async) {
+Status ModelRunner::launch(std::span<const StepSequence> seqs, std::span<const KvBlockCopy> copies,
+                           bool allow_async) {
   if (pending_.size() >= 2) return failedPrecondition("launch: two launches are not collected yet");
-  // 1. Block copies the KV manager queued (onboards, offloads, partial reuse).
-  if (kv_.hasPendingCopies()) {
-    std::vector<BlockCopy> copies = kv_.takePendingCopies();
-    std::vector<KvBlockCopy> backend_copies;
-    backend_copies.reserve(copies.size());
-    auto pool = [](KvPool p) { return p == KvPool::kPrimary ? KvPoolKind::kPrimary : KvPoolKind::kSecondary; };
-    for (const BlockCopy& c : copies)
-      backend_copies.push_back(KvBlockCopy{pool(c.src_pool), c.src_block, pool(c.dst_pool), c.dst_block,
-                                           c.num_tokens == 0 ? -1 : c.num_tokens});
-    LLMRT_RETURN_IF_ERROR(backend_.copyKvBlocks(backend_copies).withContext("KV block copies"));
-  }
+  // 1. The plan's block copies (onboards, offloads, partial reuse).
+  if (!copies.empty()) LLMRT_RETURN_IF_ERROR(backend_.copyKvBlocks(copies).withContext("KV block copies"));
 
   // 2. The packed batch.
   ForwardBatch batch;
@@ -90,36 +87,31 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, bool allow_async)
   int64_t rows = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const StepSequence& s = seqs[i];
-    const int32_t computed = kv_.numComputedTokens(s.id);
-    if (computed < 0) return invalidArgument("step: unknown sequence " + std::to_string(s.id));
-    if (s.num_compute <= 0 || computed + s.num_compute > kv_.numAllocatedTokens(s.id) ||
-        computed + s.num_compute > static_cast<int64_t>(s.tokens.size()))
+    if (s.num_compute <= 0 || s.num_cached < 0 || s.num_cached + s.num_compute > static_cast<int64_t>(s.tokens.size()))
       return invalidArgument("step: sequence " + std::to_string(s.id) + " asks for " + std::to_string(s.num_compute) +
-                             " tokens beyond its allocated KV");
+                             " tokens after " + std::to_string(s.num_cached) + " of its " +
+                             std::to_string(s.tokens.size()));
     if (s.fed_last) {
       const auto it = std::ranges::lower_bound(fed_rows_, s.id, {}, &std::pair<SequenceId, int32_t>::first);
       if (it == fed_rows_.end() || it->first != s.id || s.num_compute != 1 ||
-          computed + 1 != static_cast<int64_t>(s.tokens.size()))
+          s.num_cached + 1 != static_cast<int64_t>(s.tokens.size()))
         return internalError("launch: sequence " + std::to_string(s.id) +
                              " waits for a token the previous launch does not sample on the backend");
       batch.fed.push_back(FedToken{static_cast<int32_t>(batch.numTokens()), it->second});
       pending_src[i] = it->second;
     }
-    std::span<const BlockId> table = kv_.blockTable(s.id);
     LogitsMode mode = s.return_logits ? LogitsMode::kAll : (s.sample || s.return_last_logits ? LogitsMode::kLast
                                                                                               : LogitsMode::kNone);
-    batch.add(s.tokens.data() + computed, s.num_compute, computed, std::vector<int32_t>(table.begin(), table.end()),
-              mode);
+    batch.add(s.tokens.data() + s.num_cached, s.num_compute, s.num_cached,
+              std::vector<int32_t>(s.block_table.begin(), s.block_table.end()), mode);
     first_row[i] = rows;
     rows += mode == LogitsMode::kAll ? s.num_compute : (mode == LogitsMode::kLast ? 1 : 0);
   }
 
-  // 3. Forward, then the KV of every computed token is final (a fed token's once it is known).
-  LLMRT_ASSIGN_OR_RETURN(TensorView logits, model_.forward(batch));
-  for (const StepSequence& s : seqs)
-    if (!s.fed_last) LLMRT_RETURN_IF_ERROR(kv_.markComputed(s.id, s.num_compute));
-  ++steps_;
-  computed_tokens_ += static_cast<uint64_t>(batch.numTokens());
+  // 3. Forward (the scheduler marks the KV computed once the launch is done).
+  StepLayout layout;
+  LLMRT_ASSIGN_OR_RETURN(const StepInputs inputs, step_builder_.build(batch, model_, backend_, &layout));
+  LLMRT_ASSIGN_OR_RETURN(TensorView logits, model_.forward(inputs, layout));
   fed_rows_.clear();
 
   // 4. An async launch: the tokens stay on the backend for the next step and come back later.

@@ -1,8 +1,9 @@
-// ModelRunner: one engine step. Takes the sequences the scheduler picked (each
-// with how many of its tokens to compute), reads their block tables from the
-// KV cache manager, runs the block copies the manager queued, runs the model
-// on the packed batch, marks the KV as computed and samples the next token
-// where one is due. Knows nothing of requests, streaming or text.
+// ModelRunner: one engine step. Takes the sequences the scheduler planned (each
+// with its cached count, its block table and how many tokens to compute), runs the
+// block copies the plan carries, runs the model on the packed batch and samples
+// the next token where one is due. It reads the plan only: the KV cache manager
+// is the scheduler's (the runner marks nothing computed). Knows nothing of
+// requests, streaming or text.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "kv/kv_cache_manager.h"
+#include "kv/kv_types.h"
 #include "llmrt/sampling_params.h"
 #include "model/llama_model.h"
 #include "runtime/device_sampling.h"
+#include "runtime/forward_batch.h"
+#include "runtime/step_builder.h"
 #include "sampling/sampler.h"
 #include "sampling/sequence_state.h"
 
@@ -24,7 +27,9 @@ namespace llmrt {
 struct StepSequence {
   SequenceId id = 0;
   std::span<const TokenId> tokens;  // every token of the sequence so far (prompt + generated)
-  int32_t num_compute = 0;          // tokens to compute, from the KV manager's computed count
+  int32_t num_cached = 0;           // tokens whose KV is in the cache: computed are [num_cached, + num_compute)
+  int32_t num_compute = 0;          // tokens to compute
+  std::span<const BlockId> block_table;  // covers [0, num_cached + num_compute)
   bool sample = false;              // sample a token from the last computed position
   bool return_logits = false;       // copy the logits of every computed position (context logits)
   bool return_last_logits = false;  // copy the logits of the sampled position (generation logits)
@@ -32,8 +37,7 @@ struct StepSequence {
   const SequenceSamplingState* state = nullptr;  // required when sample
   // Overlapped steps: the last of `tokens` is a placeholder for the token the previous launch
   // samples, which only the backend has yet (it is fed from there). Such a sequence computes
-  // that one token, and its KV is not marked computed by launch: the caller does it with
-  // markFedComputed once the token is known (full blocks are keyed by their tokens).
+  // that one token (the scheduler marks its KV computed once the token is known).
   bool fed_last = false;
 };
 
@@ -47,11 +51,12 @@ struct StepSequenceResult {
 
 class ModelRunner {
  public:
-  ModelRunner(LlamaModel& model, Backend& backend, KvCacheManager& kv, std::vector<TokenId> eos_ids);
+  ModelRunner(LlamaModel& model, Backend& backend, std::vector<TokenId> eos_ids);
 
-  // Runs one step to completion: launch(seqs, false) then collect(). Fails as a whole only
-  // when the model or the KV copies fail.
-  Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs);
+  // Runs one step to completion: launch(seqs, copies, false) then collect(). Fails as a whole
+  // only when the model or the KV copies fail.
+  Result<std::vector<StepSequenceResult>> step(std::span<const StepSequence> seqs,
+                                               std::span<const KvBlockCopy> copies = {});
 
   // Launches one step. With `allow_async`, a step that returns no logits and whose sampled rows
   // are all plain greedy (argmax) or sampled by the backend leaves its tokens on the backend and
@@ -61,24 +66,17 @@ class ModelRunner {
   // samples it, the previous launch's token is waited for first. Any other step runs to
   // completion here. Each launch's results come from one collect() call, in launch order; at
   // most two launches are uncollected.
-  Status launch(std::span<const StepSequence> seqs, bool allow_async);
+  // `copies` (the plan's KV block copies) run first, in order.
+  Status launch(std::span<const StepSequence> seqs, std::span<const KvBlockCopy> copies, bool allow_async);
   bool launchedAsync() const { return !pending_.empty() && pending_.back().async; }
-  size_t numUncollected() const { return pending_.size(); }
   // The results of the oldest uncollected launch (waits for them). A row whose argmax failed
   // (NaN or +inf logits) in an async step reports an error: its logits are gone.
   Result<std::vector<StepSequenceResult>> collect();
-  // Marks the token a fed_last sequence computed (see StepSequence::fed_last) once the caller
-  // has put its real id in the KV cache manager (KvCacheManager::resolveToken).
-  Status markFedComputed(SequenceId id) { return kv_.markComputed(id, 1); }
   // Drops every uncollected launch (after a failure); waits for nothing.
   void abandon() {
     pending_.clear();
     fed_rows_.clear();
   }
-
-  // Counters since construction.
-  uint64_t numSteps() const { return steps_; }
-  uint64_t numComputedTokens() const { return computed_tokens_; }
 
  private:
   // Greedy with no penalty, no min_tokens mask in force and no logprobs: the
@@ -110,7 +108,7 @@ class ModelRunner {
 
   LlamaModel& model_;
   Backend& backend_;
-  KvCacheManager& kv_;
+  StepBuilder step_builder_;  // positions, slots, padding of each step
   std::vector<TokenId> eos_ids_;
   Sampler sampler_;
   std::vector<float> host_logits_;  // this step's logits, copied from the backend
@@ -121,8 +119,6 @@ class ModelRunner {
   // and pending penalty tokens read; a vector reused from step to step, no allocation per row).
   std::vector<std::pair<SequenceId, int32_t>> fed_rows_;
   std::vector<int32_t> collected_ids_;
-  uint64_t steps_ = 0;
-  uint64_t computed_tokens_ = 0;
 };
 
 }  // namespace llmrt

@@ -34,7 +34,6 @@ class OutputTracker {
   const std::string& text() const { return text_; }
   FinishReason finishReason() const { return finish_; }
   // The stop string that ended the sequence, if one did.
-  const std::optional<std::string>& matchedStop() const { return matched_stop_; }
 
  private:
   std::string takeReleasable(bool all);

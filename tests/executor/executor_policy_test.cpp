@@ -26,7 +26,7 @@ std::vector<std::vector<TokenId>> policyPrompts() {
 }
 
 PolicyRun runPolicy(CapacitySchedulerPolicy policy, int64_t kv_tokens) {
-  ExecutorConfig c = baseConfig(kv_tokens);
+  EngineConfig c = baseConfig(kv_tokens);
   c.scheduler_config.capacity_scheduler_policy = policy;
   c.max_num_tokens = 64;
   auto llm = makeLlm(c);
@@ -66,7 +66,7 @@ size_t maxConcurrent(const std::vector<IterationStats>& iters) {
 }
 
 TEST(ExecutorPolicy, TightPoolEveryPolicyCompletesWithUnconstrainedOutputs) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   const PolicyRun ref = runPolicy(CapacitySchedulerPolicy::kGuaranteedNoEvict, 4096);
   ASSERT_EQ(ref.outputs.size(), 8u);
   EXPECT_EQ(maxConcurrent(ref.iters), 8u);  // everything fits at once
@@ -120,7 +120,7 @@ TEST(ExecutorPolicy, TightPoolEveryPolicyCompletesWithUnconstrainedOutputs) {
 }
 
 TEST(ExecutorPolicy, IdenticalConcurrentRequestsCompleteUnderEveryPolicy) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   // Repeated prompts with greedy continuations compute identical blocks at once.
   // The KV manager swaps a sequence's duplicate for the cached twin (it references
   // the twin and frees its copy), so no cached block is ever locked without a
@@ -129,7 +129,7 @@ TEST(ExecutorPolicy, IdenticalConcurrentRequestsCompleteUnderEveryPolicy) {
   // pauses a request). MAX_UTILIZATION pauses by design. Every request completes.
   for (auto policy : {CapacitySchedulerPolicy::kGuaranteedNoEvict, CapacitySchedulerPolicy::kMaxUtilization,
                       CapacitySchedulerPolicy::kStaticBatch}) {
-    ExecutorConfig c = baseConfig(512);
+    EngineConfig c = baseConfig(512);
     c.scheduler_config.capacity_scheduler_policy = policy;
     auto llm = makeLlm(c);
     ASSERT_TRUE(llm);
@@ -157,13 +157,13 @@ TEST(ExecutorPolicy, IdenticalConcurrentRequestsCompleteUnderEveryPolicy) {
 }
 
 TEST(ExecutorPolicy, ChunkedAndUnchunkedContextGiveIdenticalTokens) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   std::vector<std::vector<TokenId>> ps{prompt(70, 1), prompt(45, 2), prompt(90, 3)};
-  ExecutorConfig whole = baseConfig();
+  EngineConfig whole = baseConfig();
   whole.scheduler_config.enable_chunked_context = false;
   whole.max_num_tokens = 256;
   whole.kv_cache_config.enable_block_reuse = false;
-  ExecutorConfig chunked = whole;
+  EngineConfig chunked = whole;
   chunked.scheduler_config.enable_chunked_context = true;
   chunked.max_num_tokens = 32;
   auto a = makeLlm(whole);
@@ -184,7 +184,7 @@ TEST(ExecutorPolicy, ChunkedAndUnchunkedContextGiveIdenticalTokens) {
   }
   EXPECT_GE(chunks, 7);  // 70 + 45 + 90 tokens in pieces of at most 32
   // Without chunking, a prompt longer than max_num_tokens fails alone.
-  ExecutorConfig small = whole;
+  EngineConfig small = whole;
   small.max_num_tokens = 64;
   auto c = makeLlm(small);
   ASSERT_TRUE(c);
@@ -207,12 +207,12 @@ std::vector<std::vector<int32_t>> chunkSchedule(const std::vector<IterationStats
 }
 
 TEST(ExecutorPolicy, ChunkingPoliciesOrderChunksAsSpecified) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   std::vector<std::vector<TokenId>> ps{prompt(64, 11), prompt(64, 12)};
   std::vector<std::vector<TokenId>> outs[2];
   std::vector<std::vector<int32_t>> sched[2];
   for (int k = 0; k < 2; ++k) {
-    ExecutorConfig c = baseConfig();
+    EngineConfig c = baseConfig();
     c.max_num_tokens = 32;
     c.scheduler_config.context_chunking_policy =
         k == 0 ? ContextChunkingPolicy::kFirstComeFirstServed : ContextChunkingPolicy::kEqualProgress;
@@ -232,14 +232,14 @@ TEST(ExecutorPolicy, ChunkingPoliciesOrderChunksAsSpecified) {
 }
 
 TEST(ExecutorPolicy, SharedPrefixComputesOnlyTheUnsharedTokens) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   std::vector<TokenId> shared = prompt(48, 5);
   std::vector<TokenId> a = shared, b = shared;
   for (int i = 0; i < 10; ++i) {
     a.push_back(100 + i);
     b.push_back(200 + i);
   }
-  ExecutorConfig c = baseConfig();
+  EngineConfig c = baseConfig();
   auto llm = makeLlm(c);
   auto fresh = makeLlm(c);
   ASSERT_TRUE(llm && fresh);
@@ -257,8 +257,8 @@ TEST(ExecutorPolicy, SharedPrefixComputesOnlyTheUnsharedTokens) {
 }
 
 TEST(ExecutorPolicy, EarlyReuseBetweenConcurrentRequests) {
-  LLMRT_REQUIRE_STORIES();
-  ExecutorConfig c = baseConfig();
+  LLMRT_REQUIRE_MODEL();
+  EngineConfig c = baseConfig();
   auto llm = makeLlm(c);
   ASSERT_TRUE(llm);
   std::vector<TokenId> p = prompt(64, 9);
@@ -278,15 +278,17 @@ TEST(ExecutorPolicy, EarlyReuseBetweenConcurrentRequests) {
 }
 
 TEST(ExecutorPolicy, GenerateAsyncStreamsAndAbortsAndRetentionListsAreChecked) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   auto llm = makeLlm(baseConfig());
   ASSERT_TRUE(llm);
-  auto h = llm->generate_async(Prompt::fromText("Once upon a time"), greedy(200));
+  const testmodels::ReferenceCase& ref = reference();
+  auto h = llm->generate_async(Prompt::fromText(ref.prompt), greedy(200));
   ASSERT_TRUE(h.isOk());
   StreamDelta d;
   ASSERT_TRUE((*h)->next(d));
-  EXPECT_EQ(d.token_ids, std::vector<TokenId>{432});
-  EXPECT_EQ(d.text, ",");
+  EXPECT_EQ(d.token_ids, std::vector<TokenId>{ref.new_ids.at(0)});
+  EXPECT_FALSE(d.text.empty());
+  EXPECT_EQ(ref.new_text.rfind(d.text, 0), 0u) << d.text;
   (*h)->abort();
   RequestOutput out = (*h)->result();
   EXPECT_TRUE((*h)->finished());
@@ -306,8 +308,8 @@ TEST(ExecutorPolicy, GenerateAsyncStreamsAndAbortsAndRetentionListsAreChecked) {
 // nearly the whole pool, then the system prompt again.
 int32_t cachedAfterPressure(bool high_priority, bool host_offload, std::vector<TokenId>* out_tokens,
                             LlmStats* stats) {
-  ExecutorConfig c = baseConfig(128);  // 8 blocks of 16
-  if (host_offload) c.kv_cache_config.host_cache_size = 1 << 20;
+  EngineConfig c = baseConfig(128);  // 8 blocks of 16
+  if (host_offload) c.kv_cache_config.host_cache_size = 51 * model()->kvBlockBytes(16);  // 51 float32 blocks
   auto llm = makeLlm(c);
   if (!llm) return -1;
   std::vector<TokenId> sys = prompt(16, 42);
@@ -333,7 +335,7 @@ int32_t cachedAfterPressure(bool high_priority, bool host_offload, std::vector<T
 }
 
 TEST(ExecutorPolicy, HighPrioritySystemPromptSurvivesPressure) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   std::vector<TokenId> kept, dropped;
   LlmStats s;
   EXPECT_EQ(cachedAfterPressure(true, false, &kept, &s), 16);
@@ -343,7 +345,7 @@ TEST(ExecutorPolicy, HighPrioritySystemPromptSurvivesPressure) {
 }
 
 TEST(ExecutorPolicy, HostOffloadBringsEvictedBlocksBackByOnboarding) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   std::vector<TokenId> offloaded, recomputed;
   LlmStats s;
   EXPECT_EQ(cachedAfterPressure(false, true, &offloaded, &s), 16);

@@ -13,7 +13,7 @@ namespace {
 using namespace extest;
 using std::chrono::milliseconds;
 
-std::unique_ptr<Executor> makeExecutor(const ExecutorConfig& c) {
+std::unique_ptr<Executor> makeExecutor(const EngineConfig& c) {
   auto ex = Executor::create(c);
   EXPECT_TRUE(ex.isOk()) << ex.status().toString();
   return ex.isOk() ? std::move(*ex) : nullptr;
@@ -55,7 +55,7 @@ std::vector<TokenId> tokensOf(const std::vector<Response>& rs) {
 }
 
 TEST(Executor, ConfigValidationNamesTheField) {
-  ExecutorConfig c = baseConfig();
+  EngineConfig c = baseConfig();
   c.max_batch_size = 0;
   EXPECT_NE(c.validate().message().find("max_batch_size"), std::string::npos);
   c = baseConfig();
@@ -64,7 +64,7 @@ TEST(Executor, ConfigValidationNamesTheField) {
   c.max_input_len = 64;
   EXPECT_NE(c.validate().message().find("max_input_len"), std::string::npos);
   c = baseConfig();
-  c.overlap = "sometimes";
+  c.overlap = static_cast<OverlapMode>(7);  // not a mode: validate() says which field
   EXPECT_NE(c.validate().message().find("overlap"), std::string::npos) << c.validate().message();
   c = baseConfig();
   c.model.clear();
@@ -72,12 +72,15 @@ TEST(Executor, ConfigValidationNamesTheField) {
 }
 
 TEST(Executor, EnqueueAwaitStreamingAndNonStreamingAgree) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   auto ex = makeExecutor(baseConfig());
   ASSERT_TRUE(ex);
+  const testmodels::ReferenceCase& ref = reference();  // its greedy continuation, EOS ignored
+  ASSERT_GE(ref.new_ids.size(), 12u);
+  const std::vector<TokenId> want(ref.new_ids.begin(), ref.new_ids.begin() + 12);
   std::vector<Request> two;
-  two.push_back(req({1, 403, 407, 261, 378}, 12, false));
-  two.push_back(req({1, 403, 407, 261, 378}, 12, true));
+  two.push_back(req(ref.prompt_ids, 12, false));
+  two.push_back(req(ref.prompt_ids, 12, true));
   auto ids = ex->enqueueRequests(std::move(two));  // together: both land in the first step
   ASSERT_TRUE(ids.isOk());
   auto ra = collect(*ex, (*ids)[0]);
@@ -86,21 +89,22 @@ TEST(Executor, EnqueueAwaitStreamingAndNonStreamingAgree) {
   ASSERT_EQ(rb.size(), 12u);  // one response per token
   EXPECT_TRUE(ra[0].is_final);
   EXPECT_EQ(ra[0].finish_reason, FinishReason::kLength);
-  EXPECT_EQ(ra[0].new_tokens.size(), 12u);
-  EXPECT_EQ(ra[0].new_tokens[0], 432);  // "," follows "Once upon a time"
+  EXPECT_EQ(ra[0].new_tokens, want);
   EXPECT_EQ(tokensOf(rb), ra[0].new_tokens);
   std::string text;
   for (const auto& r : rb) text += r.text;
   EXPECT_EQ(text, ra[0].text);
-  EXPECT_EQ(ra[0].text.rfind(", there was", 0), 0u) << ra[0].text;
+  EXPECT_FALSE(ra[0].text.empty());
+  EXPECT_EQ(ref.new_text.rfind(ra[0].text, 0), 0u) << ra[0].text;  // the first 12 tokens' text
   ASSERT_TRUE(ra[0].stats.has_value());
   EXPECT_LE(ra[0].stats->queue_time_s, ra[0].stats->time_to_first_token_s);
   EXPECT_LE(ra[0].stats->time_to_first_token_s, ra[0].stats->total_time_s);
   EXPECT_EQ(ra[0].stats->num_generated_tokens, 12);
-  EXPECT_EQ(ra[0].stats->num_prompt_tokens, 5);
+  EXPECT_EQ(ra[0].stats->num_prompt_tokens, static_cast<int>(ref.prompt_ids.size()));
   auto iters = ex->getLatestIterationStats();
   ASSERT_FALSE(iters.empty());
-  EXPECT_EQ(iters[0].num_context_tokens, 10);  // both prompts in the first step
+  // Both prompts in the first step.
+  EXPECT_EQ(iters[0].num_context_tokens, 2 * static_cast<int>(ref.prompt_ids.size()));
   EXPECT_EQ(iters[0].num_context_requests, 2);
   EXPECT_GT(iters[0].kv_total_blocks, 0);
   EXPECT_TRUE(ex->waitIdle(milliseconds(10000)));
@@ -111,7 +115,7 @@ TEST(Executor, EnqueueAwaitStreamingAndNonStreamingAgree) {
 }
 
 TEST(Executor, CallbackStreamingAndAwaitAll) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   auto ex = makeExecutor(baseConfig());
   ASSERT_TRUE(ex);
   std::mutex mu;
@@ -141,8 +145,8 @@ TEST(Executor, CallbackStreamingAndAwaitAll) {
 }
 
 TEST(Executor, InvalidRequestsFailAloneWithClearErrors) {
-  LLMRT_REQUIRE_STORIES();
-  ExecutorConfig c = baseConfig(256);  // 16 blocks of 16
+  LLMRT_REQUIRE_MODEL();
+  EngineConfig c = baseConfig(256);  // 16 blocks of 16
   c.max_input_len = 100;
   c.max_seq_len = 300;
   auto ex = makeExecutor(c);
@@ -152,7 +156,8 @@ TEST(Executor, InvalidRequestsFailAloneWithClearErrors) {
   rs.push_back(req({}, 6));                            // 1 empty
   rs.push_back(req(prompt(120, 1), 6));               // 2 > max_input_len
   rs.push_back(req(prompt(90, 1), 250));              // 3 > max_seq_len
-  rs.push_back(req({1, 600}, 6));                     // 4 outside the vocabulary
+  const TokenId outside = model()->vocab_size + 88;
+  rs.push_back(req({bos(), outside}, 6));             // 4 outside the vocabulary
   rs.push_back(req(prompt(8, 1), 6));
   rs.back().sampling_params.top_p = 0.0f;              // 5 bad sampling value
   rs.push_back(req(prompt(8, 1), 6));                 // 6 overlapping retention ranges
@@ -171,7 +176,7 @@ TEST(Executor, InvalidRequestsFailAloneWithClearErrors) {
   EXPECT_NE(err(1).find("empty"), std::string::npos) << err(1);
   EXPECT_NE(err(2).find("max_input_len"), std::string::npos) << err(2);
   EXPECT_NE(err(3).find("max_seq_len"), std::string::npos) << err(3);
-  EXPECT_NE(err(4).find("600"), std::string::npos) << err(4);
+  EXPECT_NE(err(4).find(std::to_string(outside)), std::string::npos) << err(4);
   EXPECT_NE(err(5).find("top_p"), std::string::npos) << err(5);
   EXPECT_NE(err(6).find("overlap"), std::string::npos) << err(6);
   EXPECT_NE(err(7).find("never fit"), std::string::npos) << err(7);
@@ -184,7 +189,7 @@ TEST(Executor, InvalidRequestsFailAloneWithClearErrors) {
 }
 
 TEST(Executor, CancelWhileGeneratingFromOwnCallback) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   auto ex = makeExecutor(baseConfig());
   ASSERT_TRUE(ex);
   Executor* exp = ex.get();
@@ -215,8 +220,8 @@ TEST(Executor, CancelWhileGeneratingFromOwnCallback) {
 }
 
 TEST(Executor, CancelQueuedAndMidContextChunkFreesBlocks) {
-  LLMRT_REQUIRE_STORIES();
-  ExecutorConfig c = baseConfig(160);  // 10 blocks
+  LLMRT_REQUIRE_MODEL();
+  EngineConfig c = baseConfig(160);  // 10 blocks
   c.max_num_tokens = 32;
   auto ex = makeExecutor(c);
   ASSERT_TRUE(ex);
@@ -266,8 +271,8 @@ TEST(Executor, CancelQueuedAndMidContextChunkFreesBlocks) {
 }
 
 TEST(Executor, CancelPausedRequestUnderMaxUtilization) {
-  LLMRT_REQUIRE_STORIES();
-  ExecutorConfig c = baseConfig(160);
+  LLMRT_REQUIRE_MODEL();
+  EngineConfig c = baseConfig(160);
   c.scheduler_config.capacity_scheduler_policy = CapacitySchedulerPolicy::kMaxUtilization;
   auto ex = makeExecutor(c);
   ASSERT_TRUE(ex);
@@ -298,15 +303,15 @@ TEST(Executor, CancelPausedRequestUnderMaxUtilization) {
 // step-by-step run's, generated blocks are keyed by their real tokens (a later request reuses
 // them), and nothing is left in the KV cache.
 TEST(Executor, OverlapGivesTheStepByStepOutputs) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   struct Out {
     std::vector<TokenId> tokens;
     std::string text;
     FinishReason finish = FinishReason::kNone;
     int32_t cached = 0;
   };
-  auto run = [](const std::string& overlap, uint64_t* overlapped) {
-    ExecutorConfig c = baseConfig();
+  auto run = [](OverlapMode overlap, uint64_t* overlapped) {
+    EngineConfig c = baseConfig();
     c.overlap = overlap;
     c.max_seq_len = 96;
     c.kv_cache_config.enable_block_reuse = true;
@@ -332,10 +337,10 @@ TEST(Executor, OverlapGivesTheStepByStepOutputs) {
     for (int i = 0; i < 6; ++i) rs.push_back(req(prompt(10 + 3 * i, i), 8 + 7 * i, i % 2 == 1));
     Request by_id = req(prompt(9, 20), 60);
     by_id.sampling_params.ignore_eos = false;
-    by_id.sampling_params.stop_token_ids = {432, 378};
+    by_id.sampling_params.stop_token_ids = model()->punctuation_ids;
     rs.push_back(by_id);
-    Request by_text = req({1, 403, 407, 261, 378}, 60);
-    by_text.sampling_params.stop = {"was"};
+    Request by_text = req(reference().prompt_ids, 60);
+    by_text.sampling_params.stop = {model()->stop_word};
     rs.push_back(by_text);
     rs.push_back(req(prompt(7, 23), 1));    // ends with its first token
     rs.push_back(req(prompt(80, 24), 16));  // ends at max_seq_len (96) too
@@ -376,8 +381,8 @@ TEST(Executor, OverlapGivesTheStepByStepOutputs) {
     return outs;
   };
   uint64_t overlapped_off = 0, overlapped_on = 0;
-  const std::vector<Out> off = run("off", &overlapped_off);
-  const std::vector<Out> on = run("on", &overlapped_on);
+  const std::vector<Out> off = run(OverlapMode::kOff, &overlapped_off);
+  const std::vector<Out> on = run(OverlapMode::kOn, &overlapped_on);
   EXPECT_EQ(overlapped_off, 0u);
   EXPECT_GT(overlapped_on, 40u);  // (58 when written)
   ASSERT_EQ(off.size(), on.size());
@@ -405,9 +410,9 @@ TEST(Executor, OverlapGivesTheStepByStepOutputs) {
 // every row on the host and so runs each such step to completion, the comparison only shows
 // that `overlap on` changes nothing there; the pending paths run in the GPU runs of this test.)
 TEST(Executor, OverlapWithPenaltiesGivesTheStepByStepOutputs) {
-  LLMRT_REQUIRE_STORIES();
-  auto run = [](const std::string& overlap, uint64_t* overlapped) {
-    ExecutorConfig c = baseConfig();
+  LLMRT_REQUIRE_MODEL();
+  auto run = [](OverlapMode overlap, uint64_t* overlapped) {
+    EngineConfig c = baseConfig();
     c.overlap = overlap;
     auto ex = makeExecutor(c);
     std::vector<Request> rs;
@@ -452,8 +457,8 @@ TEST(Executor, OverlapWithPenaltiesGivesTheStepByStepOutputs) {
     return outs;
   };
   uint64_t overlapped_off = 0, overlapped_on = 0;
-  const auto off = run("off", &overlapped_off);
-  const auto on = run("on", &overlapped_on);
+  const auto off = run(OverlapMode::kOff, &overlapped_off);
+  const auto on = run(OverlapMode::kOn, &overlapped_on);
   EXPECT_EQ(overlapped_off, 0u);
   if (testBackend() == "cuda") EXPECT_GT(overlapped_on, 20u);
   ASSERT_EQ(off.size(), on.size());
@@ -467,7 +472,7 @@ TEST(Executor, OverlapWithPenaltiesGivesTheStepByStepOutputs) {
 }
 
 TEST(Executor, ShutdownCancelsWhatIsInFlight) {
-  LLMRT_REQUIRE_STORIES();
+  LLMRT_REQUIRE_MODEL();
   auto ex = makeExecutor(baseConfig());
   ASSERT_TRUE(ex);
   std::vector<RequestId> ids;
@@ -480,7 +485,7 @@ TEST(Executor, ShutdownCancelsWhatIsInFlight) {
     EXPECT_TRUE(rs.back().is_final);
     EXPECT_EQ(rs.back().finish_reason, FinishReason::kCancelled);
   }
-  EXPECT_FALSE(ex->enqueueRequest(req({1}, 1)).isOk());
+  EXPECT_FALSE(ex->enqueueRequest(req({bos()}, 1)).isOk());
   ex->shutdown();  // idempotent
 }
 

@@ -1,4 +1,5 @@
-// Helpers for the executor tests on the staged 260K-parameter TinyStories model.
+// Helpers for the executor tests on a real trained model: stories260K (../shared/testdata) when
+// present, else the bundled llmrt-tiny (tests/test_models.h; LLMRT_TEST_MODEL=shared|bundled picks).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,23 +8,33 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llmrt/executor.h"
 #include "llmrt/llm.h"
+#include "test_models.h"
 
 namespace llmrt::extest {
 
-// The environment's LLMRT_SHARED_TESTDATA (a GPU machine's copy) overrides the build's path.
-inline std::string storiesDir() {
-  const char* env = std::getenv("LLMRT_SHARED_TESTDATA");
-  return std::string(env && *env ? env : LLMRT_SHARED_TESTDATA) + "/models/stories260K-hf";
-}
-inline bool haveStories() { return std::ifstream(storiesDir() + "/config.json").good(); }
+using testmodels::TrainedModel;
 
-#define LLMRT_REQUIRE_STORIES() \
-  if (!::llmrt::extest::haveStories()) GTEST_SKIP() << "shared test data absent: " << ::llmrt::extest::storiesDir()
+// The model the proofs run on; null (modelAbsent() says why) only where LLMRT_TEST_MODEL=shared
+// asks for ../shared/testdata and it is absent.
+inline std::string& modelAbsent() {
+  static std::string why;
+  return why;
+}
+inline const TrainedModel* model() {
+  static const std::optional<TrainedModel> m = testmodels::proofModel(&modelAbsent());
+  return m ? &*m : nullptr;
+}
+// The model's reference continuation (a greedy one, EOS ignored) of its first reference prompt.
+inline const testmodels::ReferenceCase& reference() { return model()->first(); }
+
+#define LLMRT_REQUIRE_MODEL() \
+  if (!::llmrt::extest::model()) GTEST_SKIP() << ::llmrt::extest::modelAbsent()
 
 // The backend and dtype every test runs on: the CPU unless LLMRT_TEST_BACKEND names another
 // ("cuda": the same proofs on the GPU, scripts/cuda/device_check.sh) and LLMRT_TEST_DTYPE a dtype.
@@ -36,15 +47,16 @@ inline std::string testDtype() { return envOr("LLMRT_TEST_DTYPE", "auto"); }
 // LLMRT_TEST_OVERLAP=on|off|auto: the overlap scheduling the tests run with (CTest runs them with "on" too).
 inline std::string testOverlap() { return envOr("LLMRT_TEST_OVERLAP", "auto"); }
 
-inline ExecutorConfig baseConfig(int64_t kv_tokens = 4096) {
-  ExecutorConfig c;
-  c.model = storiesDir();
-  c.backend = testBackend();
-  c.dtype = testDtype();
-  c.overlap = testOverlap();
+inline EngineConfig baseConfig(int64_t kv_tokens = 4096) {
+  EngineConfig c;
+  c.model = model() ? model()->dir : std::string();
+  const std::string backend = testBackend(), dtype = testDtype(), overlap = testOverlap();
+  c.backend = parseBackendKind(backend).value_or(BackendKind::kCpu);
+  c.dtype = parseComputeDtype(dtype).value_or(ComputeDtype::kAuto);
+  c.overlap = parseOverlapMode(overlap).value_or(OverlapMode::kAuto);
   static const bool said = [&] {  // once per run, so a log shows where the proofs ran
-    std::fprintf(stderr, "executor tests on backend %s, dtype %s, overlap %s\n", c.backend.c_str(), c.dtype.c_str(),
-                 c.overlap.c_str());
+    std::fprintf(stderr, "executor tests on backend %s, dtype %s, overlap %s, model %s\n", backend.c_str(),
+                 dtype.c_str(), overlap.c_str(), c.model.c_str());
     return true;
   }();
   (void)said;
@@ -54,24 +66,8 @@ inline ExecutorConfig baseConfig(int64_t kv_tokens = 4096) {
   return c;
 }
 
-inline LlmArgs toArgs(const ExecutorConfig& c) {
-  LlmArgs a;
-  a.model = c.model;
-  a.kv_cache_config = c.kv_cache_config;
-  a.scheduler_config = c.scheduler_config;
-  a.max_batch_size = c.max_batch_size;
-  a.max_num_tokens = c.max_num_tokens;
-  a.max_input_len = c.max_input_len;
-  a.max_seq_len = c.max_seq_len;
-  a.num_threads = c.num_threads;
-  a.backend = c.backend;
-  a.dtype = c.dtype;
-  a.overlap = c.overlap;
-  return a;
-}
-
-inline std::unique_ptr<LLM> makeLlm(const ExecutorConfig& c) {
-  auto llm = LLM::create(toArgs(c));
+inline std::unique_ptr<LLM> makeLlm(const EngineConfig& c) {
+  auto llm = LLM::create(c);
   EXPECT_TRUE(llm.isOk()) << llm.status().toString();
   return llm.isOk() ? std::move(*llm) : nullptr;
 }
@@ -84,9 +80,12 @@ inline SamplingParams greedy(int max_tokens) {
   return p;
 }
 
+// The model's BOS id.
+inline TokenId bos() { return model() ? model()->bos : 1; }
+
 // A deterministic pseudo-random prompt of `len` ids (BOS first).
 inline std::vector<TokenId> prompt(int len, int salt) {
-  std::vector<TokenId> p{1};
+  std::vector<TokenId> p{bos()};
   for (int i = 1; i < len; ++i) p.push_back(3 + (salt * 977 + i * 131 + (i * i) % 89) % 500);
   return p;
 }

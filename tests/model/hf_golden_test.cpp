@@ -45,7 +45,7 @@ TEST_P(HfGolden, LogitsAndGreedyMatchTransformers) {
     ForwardBatch b;
     b.add(ids.data(), static_cast<int64_t>(ids.size()), 0, m->allocBlocks(static_cast<int64_t>(ids.size())),
           LogitsMode::kAll);
-    auto logits = m->model->forward(b);
+    auto logits = m->forward(b);
     ASSERT_TRUE(logits.isOk()) << logits.status().toString();
     expectClose(toVector(*logits), want->data, 1e-4, 1e-5, GetParam() + " T=" + std::to_string(ids.size()));
 

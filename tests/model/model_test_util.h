@@ -15,6 +15,8 @@
 #include "loader/config_parser.h"
 #include "loader/weight_store.h"
 #include "model/llama_model.h"
+#include "runtime/forward_batch.h"
+#include "runtime/step_builder.h"
 
 namespace llmrt::test {
 
@@ -27,6 +29,14 @@ struct LoadedModel {
   std::unique_ptr<LlamaModel> model;
   int64_t tokens_per_block = 0;
   int64_t next_block = 0;
+  StepBuilder steps;  // lays a ForwardBatch out as the runtime does
+
+  // One step of `b` through the model (logits: backend memory, valid until the next step).
+  Result<TensorView> forward(const ForwardBatch& b) {
+    StepLayout layout;
+    LLMRT_ASSIGN_OR_RETURN(const StepInputs in, steps.build(b, *model, *backend, &layout));
+    return model->forward(in, layout);
+  }
 
   // Fresh, distinct blocks for a sequence of up to `tokens` tokens.
   std::vector<int32_t> allocBlocks(int64_t tokens) {
@@ -68,7 +78,7 @@ inline std::vector<int32_t> greedy(LoadedModel& m, const std::vector<int32_t>& p
   std::vector<int32_t> out;
   ForwardBatch b;
   b.add(prompt.data(), static_cast<int64_t>(prompt.size()), 0, blocks, LogitsMode::kLast);
-  auto logits = m.model->forward(b);
+  auto logits = m.forward(b);
   EXPECT_TRUE(logits.isOk()) << logits.status().toString();
   if (!logits.isOk()) return out;
   int64_t cached = static_cast<int64_t>(prompt.size());
@@ -78,7 +88,7 @@ inline std::vector<int32_t> greedy(LoadedModel& m, const std::vector<int32_t>& p
     if (i + 1 == n_new) break;
     ForwardBatch d;
     d.add(&next, 1, cached, blocks, LogitsMode::kLast);
-    logits = m.model->forward(d);
+    logits = m.forward(d);
     EXPECT_TRUE(logits.isOk()) << logits.status().toString();
     if (!logits.isOk()) return out;
     ++cached;

@@ -29,7 +29,7 @@ TEST_P(ReferenceModel, LogitsAndGreedyMatchFloat64Reference) {
   ForwardBatch b;
   b.add(ids.data(), static_cast<int64_t>(ids.size()), 0, m->allocBlocks(static_cast<int64_t>(ids.size())),
         LogitsMode::kAll);
-  auto logits = m->model->forward(b);
+  auto logits = m->forward(b);
   ASSERT_TRUE(logits.isOk()) << logits.status().toString();
   EXPECT_EQ(logits->shape, (Shape{static_cast<int64_t>(ids.size()), m->config.vocab_size}));
   // References are float64 with 7 significant digits; we compute in float32.

@@ -54,7 +54,7 @@ class ReferenceSamplingBackend final : public Backend {
   Status allocateKvPools(const KvPoolGeometry& g, int64_t s) override { return cpu_.allocateKvPools(g, s); }
   const KvPoolGeometry& kvGeometry() const override { return cpu_.kvGeometry(); }
   Status copyKvBlocks(std::span<const KvBlockCopy> c) override { return cpu_.copyKvBlocks(c); }
-  Status readKvBlock(KvPoolKind p, int32_t b, float* d) override { return cpu_.readKvBlock(p, b, d); }
+  Status readKvBlock(KvPool p, int32_t b, float* d) override { return cpu_.readKvBlock(p, b, d); }
   Status beginStep(const StepInputs& in) override { return cpu_.beginStep(in); }
   void embedding(const TensorView& t, TensorView o) override { cpu_.embedding(t, o); }
   void rmsNorm(const TensorView& x, const TensorView& w, float e, TensorView o) override { cpu_.rmsNorm(x, w, e, o); }
@@ -201,6 +201,9 @@ class DeviceSampling : public ::testing::TestWithParam<std::string> {
     CudaBackendOptions o;
     o.weight_dtype = DType::kF32;
     o.kv_dtype = DType::kF32;
+    // "cuda_no_rowgroup": the one-CTA-per-row kernel (and the host) where the row-group kernel
+    // would take few rows.
+    o.tuning.row_group_sampling = GetParam() != "cuda_no_rowgroup";
     auto r = createCudaBackend(o);
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     backend_ = std::move(*r);
@@ -768,7 +771,7 @@ TEST_P(DeviceSampling, TimingOfOneStep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, DeviceSampling, ::testing::Values("reference", "cuda"),
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceSampling, ::testing::Values("reference", "cuda", "cuda_no_rowgroup"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,6 +1,7 @@
-// EngineOptions: the dtype choices (validated in one place) and what "auto" resolves to for a
-// checkpoint (computeDtype / kvCacheDtype): a float16 checkpoint keeps float16 on the GPU,
-// bf16 and fp32 ones run in bf16, the CPU computes in float32.
+// EngineConfig: validate() is the one check of the value's fields; resolveConfig() makes it
+// concrete for a model (auto choices, lengths against max_position_embeddings, the CPU's KV
+// cap) and says which values a default or a policy chose; computeDtype / kvCacheDtype say what
+// "auto" means for a checkpoint.
 #include <gtest/gtest.h>
 
 #include "../loader/loader_test_util.h"
@@ -9,36 +10,144 @@
 namespace llmrt {
 namespace {
 
-EngineOptions opts(const std::string& backend, const std::string& dtype, const std::string& kv = "auto") {
-  EngineOptions o;
-  o.model_dir = "/some/model";
-  o.backend = backend;
-  o.dtype = dtype;
-  o.kv_cache_config.dtype = kv;
-  return o;
+EngineConfig cfg(BackendKind backend, ComputeDtype dtype, KvCacheDtype kv = KvCacheDtype::kAuto) {
+  EngineConfig c;
+  c.model = "/some/model";
+  c.backend = backend;
+  c.dtype = dtype;
+  c.kv_cache_config.dtype = kv;
+  return c;
 }
 
-TEST(EngineOptions, DtypeChoicesAreValidatedWithTheFieldAndTheAllowedValues) {
-  for (const char* d : {"auto", "bfloat16", "float16", "float32"}) EXPECT_TRUE(opts("cuda", d).validate().isOk()) << d;
-  for (const char* kv : {"auto", "float32", "bfloat16", "float16"}) {
-    EXPECT_TRUE(opts("cuda", "bfloat16", kv).validate().isOk()) << kv;
-    EXPECT_TRUE(opts("cuda", "float16", kv).validate().isOk()) << kv;
+TEST(EngineConfig, DtypeChoicesAreValidatedWithTheFieldAndTheAllowedValues) {
+  for (ComputeDtype d : {ComputeDtype::kAuto, ComputeDtype::kBFloat16, ComputeDtype::kFloat16, ComputeDtype::kFloat32})
+    EXPECT_TRUE(cfg(BackendKind::kCuda, d).validate().isOk()) << toString(d);
+  for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFloat32, KvCacheDtype::kBFloat16, KvCacheDtype::kFloat16}) {
+    EXPECT_TRUE(cfg(BackendKind::kCuda, ComputeDtype::kBFloat16, kv).validate().isOk()) << toString(kv);
+    EXPECT_TRUE(cfg(BackendKind::kCuda, ComputeDtype::kFloat16, kv).validate().isOk()) << toString(kv);
   }
-  const Status bad = opts("cuda", "half").validate();
-  EXPECT_FALSE(bad.isOk());
-  EXPECT_NE(bad.message().find("dtype"), std::string::npos) << bad.message();
-  EXPECT_NE(bad.message().find("\"float16\""), std::string::npos) << bad.message();
-  const Status cpu16 = opts("cpu", "float16").validate();
-  EXPECT_FALSE(cpu16.isOk());
-  EXPECT_NE(cpu16.message().find("CPU backend"), std::string::npos) << cpu16.message();
-  const Status kv16 = opts("cuda", "float32", "float16").validate();
-  EXPECT_FALSE(kv16.isOk());
-  EXPECT_NE(kv16.message().find("KvCacheConfig"), std::string::npos) << kv16.message();
-  EXPECT_NE(kv16.message().find("16-bit"), std::string::npos) << kv16.message();
-  EXPECT_FALSE(opts("cpu", "auto", "float16").validate().isOk());
-  KvCacheConfig k;
-  k.dtype = "fp16";
-  EXPECT_FALSE(k.validate().isOk());
+  EXPECT_ERROR_CONTAINS(cfg(BackendKind::kCpu, ComputeDtype::kFloat16).validate(), "dtype", "float16", "backend cpu");
+  EXPECT_ERROR_CONTAINS(cfg(BackendKind::kCuda, ComputeDtype::kFloat32, KvCacheDtype::kFloat16).validate(),
+                        "KvCacheConfig", "16-bit");
+  EXPECT_FALSE(cfg(BackendKind::kCpu, ComputeDtype::kAuto, KvCacheDtype::kFloat16).validate().isOk());
+  EXPECT_ERROR_CONTAINS(cfg(static_cast<BackendKind>(9), ComputeDtype::kAuto).validate(), "backend");
+  EXPECT_EQ(parseKvCacheDtype("fp16"), std::nullopt);
+  EXPECT_EQ(parseComputeDtype("half"), std::nullopt);
+  EXPECT_EQ(parseBackendKind("cuda"), BackendKind::kCuda);
+}
+
+TEST(EngineConfig, LimitsAreCheckedOnceWithTheirRanges) {
+  EngineConfig c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+  EXPECT_TRUE(c.validate().isOk());
+  c.max_input_len = 600;
+  c.max_seq_len = 512;
+  EXPECT_ERROR_CONTAINS(c.validate(), "max_input_len", "600", "less than max_seq_len (512)");
+  c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+  c.num_threads = -1;
+  EXPECT_ERROR_CONTAINS(c.validate(), "num_threads", "-1");
+  c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+  c.kv_cache_config.max_tokens = 0;
+  EXPECT_ERROR_CONTAINS(c.validate(), "max_tokens", "0");
+  c.kv_cache_config.max_tokens = INT64_MAX;  // would overflow the sizing arithmetic
+  EXPECT_ERROR_CONTAINS(c.validate(), "max_tokens", "9223372036854775807");
+  c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+  c.kv_cache_config.host_cache_size = UINT64_MAX;
+  EXPECT_ERROR_CONTAINS(c.validate(), "host_cache_size");
+  c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+  c.cuda_tuning.gemv_rows = 9;
+  EXPECT_ERROR_CONTAINS(c.validate(), "gemv_rows", "9", "[0, 8]");
+}
+
+class ResolveConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Json j = testutil::tinyConfig("llama");
+    j["max_position_embeddings"] = 512;
+    testutil::writeModelDir(dir_.path(), j);
+    auto d = ModelDirectory::open(dir_.path());
+    ASSERT_TRUE(d.isOk()) << d.status().toString();
+    model_ = std::move(*d);
+  }
+  EngineConfig base() const {
+    EngineConfig c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+    c.model = dir_.path();
+    return c;
+  }
+  testutil::TempDir dir_;
+  ModelDirectory model_;
+};
+
+TEST_F(ResolveConfig, FillsTheModelsLimitsAndSaysSo) {
+  auto r = resolveConfig(base(), model_);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->config.max_seq_len, 512);
+  EXPECT_EQ(r->config.max_input_len, 511);
+  EXPECT_EQ(r->config.backend, BackendKind::kCpu);
+  EXPECT_EQ(r->config.dtype, ComputeDtype::kFloat32);
+  EXPECT_EQ(r->config.overlap, OverlapMode::kOff);
+  // The CPU's KV cap is a policy: it shows in the resolved config and in the log line.
+  ASSERT_TRUE(r->config.kv_cache_config.max_tokens.has_value());
+  EXPECT_EQ(*r->config.kv_cache_config.max_tokens, 32768);
+  const std::string line = describeConfig(*r);
+  EXPECT_NE(line.find("max_tokens 32768"), std::string::npos) << line;
+  EXPECT_NE(line.find("the CPU backend's cap"), std::string::npos) << line;
+  EXPECT_NE(line.find("max_seq_len 512"), std::string::npos) << line;
+  // A user-sized cache is left alone.
+  EngineConfig sized = base();
+  sized.kv_cache_config.max_tokens = 1000;
+  auto rs = resolveConfig(sized, model_);
+  ASSERT_TRUE(rs.isOk());
+  EXPECT_EQ(*rs->config.kv_cache_config.max_tokens, 1000);
+  EXPECT_EQ(describeConfig(*rs).find("the CPU backend's cap"), std::string::npos);
+}
+
+TEST_F(ResolveConfig, LengthsBeyondTheModelAreErrorsNamingBoth) {
+  EngineConfig c = base();
+  c.max_seq_len = 100000;
+  EXPECT_ERROR_CONTAINS(resolveConfig(c, model_), "max_seq_len", "100000", "at most 512",
+                        "max_position_embeddings 512");
+  c = base();
+  c.max_input_len = 600;  // max_seq_len comes from the model: 512
+  EXPECT_ERROR_CONTAINS(resolveConfig(c, model_), "max_input_len", "600", "less than max_seq_len (512");
+  c = base();
+  c.max_seq_len = 256;
+  c.max_input_len = 255;
+  auto ok = resolveConfig(c, model_);
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_EQ(ok->config.max_input_len, 255);
+}
+
+// RoPE scaling made for longer sequences moves the limit (vLLM's rule): linear and yarn by their
+// factor, dynamic NTK without a bound.
+TEST(ResolveConfigRope, ScaledPositionsMoveTheLimit) {
+  for (const char* type : {"linear", "yarn", "dynamic"}) {
+    testutil::TempDir dir;
+    Json j = testutil::tinyConfig("llama");
+    j["max_position_embeddings"] = 512;
+    j["rope_scaling"] = {{"rope_type", type}, {"factor", 4.0}};
+    testutil::writeModelDir(dir.path(), j);
+    auto d = ModelDirectory::open(dir.path());
+    ASSERT_TRUE(d.isOk()) << type << ": " << d.status().toString();
+    EngineConfig c = cfg(BackendKind::kCpu, ComputeDtype::kAuto);
+    c.model = dir.path();
+    c.max_seq_len = 2048;
+    EXPECT_TRUE(resolveConfig(c, *d).isOk()) << type;
+    c.max_seq_len = 2049;
+    if (std::string(type) == "dynamic") {
+      EXPECT_TRUE(resolveConfig(c, *d).isOk());
+    } else {
+      EXPECT_ERROR_CONTAINS(resolveConfig(c, *d), "max_seq_len", "2049", "at most 2048", type);
+    }
+  }
+}
+
+TEST_F(ResolveConfig, AutoBackendIsTheCpuWithoutAGpu) {
+  EngineConfig c = base();
+  c.backend = BackendKind::kAuto;
+  auto r = resolveConfig(c, model_);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_EQ(r->config.backend, cudaBackendAvailable() ? BackendKind::kCuda : BackendKind::kCpu);
+  EXPECT_NE(describeConfig(*r).find("backend auto"), std::string::npos);
 }
 
 // A one-tensor checkpoint of `dtype` (safetensors name) for the weight-dtype vote.
@@ -51,32 +160,35 @@ WeightStore storeOf(const testutil::TempDir& dir, const std::string& dtype, size
   return std::move(*s);
 }
 
-TEST(EngineOptions, AutoKeepsAFloat16CheckpointInFloat16) {
+TEST(EngineConfig, AutoKeepsAFloat16CheckpointInFloat16) {
   testutil::TempDir dir;
   const WeightStore f16 = storeOf(dir, "F16", 2), bf16 = storeOf(dir, "BF16", 2), f32 = storeOf(dir, "F32", 4);
   ModelConfig unset, says16, saysbf16;
   says16.torch_dtype = "float16";
   saysbf16.torch_dtype = "bfloat16";
+  const auto cuda = [](ComputeDtype d) { return cfg(BackendKind::kCuda, d); };
+  const BackendKind gpu = BackendKind::kCuda;
   // The config's torch_dtype decides; without one, the weights' dtype.
-  EXPECT_EQ(computeDtype(opts("cuda", "auto"), bf16, says16), DType::kF16);
-  EXPECT_EQ(computeDtype(opts("cuda", "auto"), f16, saysbf16), DType::kBF16);
-  EXPECT_EQ(computeDtype(opts("cuda", "auto"), f16, unset), DType::kF16);
-  EXPECT_EQ(computeDtype(opts("cuda", "auto"), bf16, unset), DType::kBF16);
-  EXPECT_EQ(computeDtype(opts("cuda", "auto"), f32, unset), DType::kBF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kAuto), gpu, bf16, says16), DType::kF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kAuto), gpu, f16, saysbf16), DType::kBF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kAuto), gpu, f16, unset), DType::kF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kAuto), gpu, bf16, unset), DType::kBF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kAuto), gpu, f32, unset), DType::kBF16);
   // An explicit choice wins; the CPU computes in float32 whatever the checkpoint.
-  EXPECT_EQ(computeDtype(opts("cuda", "float16"), bf16, saysbf16), DType::kF16);
-  EXPECT_EQ(computeDtype(opts("cuda", "bfloat16"), f16, says16), DType::kBF16);
-  EXPECT_EQ(computeDtype(opts("cuda", "float32"), f16, says16), DType::kF32);
-  EXPECT_EQ(computeDtype(opts("cpu", "auto"), f16, says16), DType::kF32);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kFloat16), gpu, bf16, saysbf16), DType::kF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kBFloat16), gpu, f16, says16), DType::kBF16);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kFloat32), gpu, f16, says16), DType::kF32);
+  EXPECT_EQ(computeDtype(cuda(ComputeDtype::kAuto), BackendKind::kCpu, f16, says16), DType::kF32);
 }
 
-TEST(EngineOptions, KvCacheDtypeFollowsTheComputeDtypeUnlessSet) {
-  EXPECT_EQ(kvCacheDtype(opts("cuda", "auto"), DType::kF16), DType::kF16);
-  EXPECT_EQ(kvCacheDtype(opts("cuda", "auto"), DType::kBF16), DType::kBF16);
-  EXPECT_EQ(kvCacheDtype(opts("cuda", "auto", "float16"), DType::kBF16), DType::kF16);
-  EXPECT_EQ(kvCacheDtype(opts("cuda", "auto", "bfloat16"), DType::kF16), DType::kBF16);
-  EXPECT_EQ(kvCacheDtype(opts("cuda", "auto", "float32"), DType::kF16), DType::kF32);
-  EXPECT_EQ(kvCacheDtype(opts("cuda", "float32"), DType::kF32), DType::kF32);
+TEST(EngineConfig, KvCacheDtypeFollowsTheComputeDtypeUnlessSet) {
+  const auto c = [](KvCacheDtype kv) { return cfg(BackendKind::kCuda, ComputeDtype::kAuto, kv); };
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kAuto), DType::kF16), DType::kF16);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kAuto), DType::kBF16), DType::kBF16);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kFloat16), DType::kBF16), DType::kF16);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kBFloat16), DType::kF16), DType::kBF16);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kFloat32), DType::kF16), DType::kF32);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kAuto), DType::kF32), DType::kF32);
 }
 
 }  // namespace

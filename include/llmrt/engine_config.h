@@ -1,0 +1,125 @@
+// EngineConfig: the one configuration value of an llmrt engine — model, backend, dtype, KV cache,
+// scheduler, batch limits, CUDA tuning — shared by every front end (LLM API, Executor, the llmrt
+// and llmrt-bench commands, later the server and Python). It mirrors TensorRT-LLM's LlmArgs
+// (`LlmArgs` in llm.h is this type) with typed enums instead of strings.
+//
+// Life of a configuration:
+//   1. a front end fills it (designated initializers, or the option table of
+//      llmrt/config_options.h: one flag/key table for the CLI, the server and Python);
+//   2. Executor::create (and LLM::create through it) calls validate() once — the only
+//      check of the value's own ranges and combinations;
+//   3. once the model directory is read, what depends on the model is resolved and checked
+//      (max_seq_len against max_position_embeddings, the attention windows against the model's,
+//      "auto" choices, the CPU's KV cache cap) and logged on one line; Executor::config()
+//      returns that resolved value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "llmrt/kv_cache_config.h"
+#include "llmrt/scheduler_config.h"
+#include "llmrt/status.h"
+
+namespace llmrt {
+
+enum class BackendKind {
+  // CUDA when this build has the CUDA backend and the machine has an NVIDIA GPU (a driver
+  // device node is present), else the CPU. Resolved once at load and logged.
+  kAuto,
+  kCpu,   // the float32 reference backend (OpenBLAS)
+  kCuda,  // NVIDIA GPUs of compute capability 9.0 (Hopper, sm_90a builds)
+};
+
+enum class ComputeDtype {
+  // cpu: float32; cuda: float16 for a float16 checkpoint, else bfloat16.
+  kAuto,
+  kBFloat16,  // cuda only: 16-bit weights, product inputs and KV cache
+  kFloat16,   // cuda only: 8x finer rounding than bf16, overflows beyond 65504
+  kFloat32,   // cuda: float32 weights and products (agrees with the CPU backend); cpu: the same as auto
+};
+
+enum class OverlapMode {
+  kAuto,  // on where the backend runs behind the host (CUDA)
+  kOn,
+  kOff,
+};
+
+// Switches of the CUDA backend for measurements and diagnosis (every default is the fast,
+// verified path). Set from front ends with `--cuda-tuning key=value,...` (parseCudaTuning);
+// ignored by the CPU backend. One of them changes numerics (half_activations).
+struct CudaTuning {
+  bool graphs = true;              // CUDA graphs for decode steps
+  bool gemv = true;                // the matrix-vector kernel for products of few rows
+  bool flash = true;               // the flash-attention kernel for context rows
+  bool mma_decode = true;          // the tensor-core decode attention kernel
+  bool rope_fusion = true;         // RoPE + KV write inside the decode attention kernel
+  bool half_activations = true;    // 16-bit product inputs with 16-bit weights (off: float32, changes numerics)
+  bool pdl = true;                 // programmatic dependent launch
+  bool sampling = true;            // sample on the GPU (off: on the host)
+  bool compact_sampling = true;    // the compact sampling pass for few rows with a small top-k
+  bool row_group_sampling = true;  // the row-group sampling kernel
+  bool vector_ops = true;          // float4 kernels for RMSNorm and RoPE + KV write
+  // Products of up to this many rows take the matrix-vector kernel, larger ones cuBLAS(Lt) (0-8):
+  // the kernel wins at 1 row and ties at 2 (where the norm split needs it); from 3 rows on its
+  // CUDA-core dot products lose to the tensor cores (batch-8 decode 4.78 vs 8.09 ms on an H200).
+  int32_t gemv_rows = 2;
+  // The RMSNorm split over the decode products for steps of up to this many rows (0-8; the same
+  // bits either way): faster at 1-2 rows, slower at 4 (H200).
+  int32_t norm_split_rows = 2;
+  int32_t split_waves = 2;         // decode attention key splits aim at this many CTAs per SM (1-16)
+  bool profile = false;            // time every op (turns graphs off) and print a table at exit
+
+  // OK, or an InvalidArgument naming the key, its value and the allowed range.
+  Status validate() const;
+  // The settings that differ from the defaults, as parseCudaTuning reads them ("" when none).
+  std::string toString() const;
+  bool operator==(const CudaTuning&) const = default;
+};
+
+// Parses "key=value,key=value" (keys as the field names; booleans on/off/true/false/1/0;
+// integers in their range) into `out`, starting from its current values. An unknown key, a
+// bad value or a key given twice is an InvalidArgument naming it (and the nearest key).
+Status parseCudaTuning(std::string_view spec, CudaTuning& out);
+
+struct EngineConfig {
+  std::string model;  // HF model directory (config.json, *.safetensors, tokenizer.json)
+  BackendKind backend = BackendKind::kAuto;
+  ComputeDtype dtype = ComputeDtype::kAuto;
+  KvCacheConfig kv_cache_config;
+  SchedulerConfig scheduler_config;  // capacity policy, context chunking
+  int32_t max_batch_size = 256;      // sequences in flight (holding KV) at once, in [1, 2^20]
+  int64_t max_num_tokens = 8192;     // tokens computed per step, in [1, 2^20] (longer prompts are chunked)
+  int64_t max_input_len = 0;         // longest prompt; 0 = max_seq_len - 1
+  int64_t max_seq_len = 0;           // prompt + generated tokens; 0 = the model's max_position_embeddings
+  // CPU backend threads, OpenBLAS's included; 0 = every core the process may use.
+  int32_t num_threads = 0;
+  // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding
+  // step N's tokens (greedy or sampled on the device, penalties and logprobs included) to step
+  // N+1 on the device; step N's results are handled while N+1 runs. A sequence that step N
+  // finishes has computed one token in N+1 for nothing. Steps returning logits, and steps whose
+  // rows the host samples, wait for their results as before.
+  OverlapMode overlap = OverlapMode::kAuto;
+  // Iteration stats kept for Executor::getLatestIterationStats() (oldest dropped); 0 = none.
+  int32_t iter_stats_max_iterations = 1000;
+  CudaTuning cuda_tuning;
+
+  // Checks every field and the combinations that do not depend on the model (the CPU backend
+  // computes in float32; a 16-bit KV cache needs 16-bit weights; max_input_len ≤ max_seq_len;
+  // unchunked prompts fit a step). OK, or an InvalidArgument naming the first bad field
+  // ("EngineConfig: field 'max_batch_size' has value 0; expected an integer in [1, 1048576]").
+  Status validate() const;
+};
+
+// Names as the option table and the logs spell them ("auto", "cpu", "cuda"; "bfloat16", ...;
+// "auto", "on", "off"), and their parsers (exact, lower case; nullopt for anything else).
+std::string_view toString(BackendKind kind);
+std::string_view toString(ComputeDtype dtype);
+std::string_view toString(OverlapMode mode);
+std::optional<BackendKind> parseBackendKind(std::string_view name);
+std::optional<ComputeDtype> parseComputeDtype(std::string_view name);
+std::optional<OverlapMode> parseOverlapMode(std::string_view name);
+
+}  // namespace llmrt
