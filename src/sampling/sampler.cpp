@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/argmax.h"
 #include "core/logging.h"
 #include "core/philox.h"
 #include "sampling/kernels.h"
@@ -125,9 +126,8 @@ Status Sampler::prepare(const float* logits, int64_t vocab, const SamplingParams
 }
 
 int32_t Sampler::argmax() const {
-  // The first maximum, so ties go to the lowest id: x > nextafter(max, -inf) is x == max.
-  const float below = std::nextafter(max_logit_, -kInf);
-  return static_cast<int32_t>(detail::firstAbove(w_, 0, static_cast<size_t>(vocab_), below));
+  // (prepare() has refused NaN, +inf and rows with nothing finite: there is a greedy token.)
+  return static_cast<int32_t>(argmaxFinite(w_, vocab_));
 }
 
 void Sampler::selectTopKHeap(size_t k) {

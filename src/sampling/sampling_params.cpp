@@ -19,10 +19,10 @@ Status bad(std::string_view field, const std::string& value, std::string_view ex
 
 }  // namespace
 
-Status SamplingParams::validate(int64_t vocab_size) const {
-  if (vocab_size <= 0) {
+Status SamplingParams::validate(std::optional<int64_t> vocab_size) const {
+  if (vocab_size && *vocab_size <= 0) {
     return invalidArgument(strprintf("SamplingParams::validate: vocab_size %lld must be > 0",
-                                     static_cast<long long>(vocab_size)));
+                                     static_cast<long long>(*vocab_size)));
   }
   if (n < 1 || n > kMaxN) return bad("n", std::to_string(n), strprintf("an integer in [1, %d]", kMaxN));
   if (!std::isfinite(temperature) || temperature < 0.0f) {
@@ -48,9 +48,10 @@ Status SamplingParams::validate(int64_t vocab_size) const {
   }
   for (size_t i = 0; i < stop_token_ids.size(); ++i) {
     const int32_t id = stop_token_ids[i];
-    if (id < 0 || id >= vocab_size) {
+    if (id < 0 || (vocab_size && id >= *vocab_size)) {
       return bad(strprintf("stop_token_ids[%zu]", i), std::to_string(id),
-                 strprintf("a token id in [0, %lld)", static_cast<long long>(vocab_size)));
+                 vocab_size ? strprintf("a token id in [0, %lld)", static_cast<long long>(*vocab_size))
+                            : std::string("a token id >= 0"));
     }
   }
   for (size_t i = 0; i < stop.size(); ++i) {
