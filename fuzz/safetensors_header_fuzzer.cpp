@@ -1,10 +1,12 @@
 // libFuzzer target: the input bytes are a whole .safetensors file, parsed and
 // validated in memory (parseSafetensors). Any result is fine; a crash, a
-// sanitizer report or an inconsistent accepted header is a bug.
+// sanitizer report, an inconsistent accepted header or an error message that
+// is empty, spans lines or runs past 4 KB is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <span>
+#include <string>
 
 #include "core/logging.h"
 #include "loader/safetensors.h"
@@ -17,7 +19,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto h = llmrt::parseSafetensors(std::span<const uint8_t>(data, size), "fuzz.safetensors");
   if (!h.isOk()) {
-    if (h.status().message().empty()) std::abort();
+    const std::string& m = h.status().message();
+    if (m.empty() || m.size() > 4096 || m.find('\n') != std::string::npos) std::abort();
     return 0;
   }
   // Whatever is accepted must be safe to read: every tensor inside the data

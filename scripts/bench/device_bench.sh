@@ -18,12 +18,13 @@
 #   SKIP_REF=1                skip gpu_reference.py entirely (no floors then)
 #   SKIP_HF=1                 gpu_reference.py without HF transformers (copy + GEMM only)
 #   SKIP_LONG=1               skip throughput 256 x 1000/1000
-#   ABLATE [0]                1 = "graphs gemv flash", or a list of LLMRT_CUDA_DISABLE switches to compare
+#   ABLATE [0]                1 = "graphs gemv flash", or a list of switches to compare, each run with
+#                             --cuda-tuning <switch>=off (graphs gemv flash pdl mma_decode half_activations)
 #                             (also: waves<N>; fp16 = the main steps with --dtype float16)
 #                             (and "overlap": the same steps with --overlap off)
-#                             (mmadecode: decode at prompt 2048 and 256 x 1000/1000 on the CUDA-core kernel)
-#                             (waves<N>: decode at prompt 2048 with LLMRT_CUDA_SPLIT_WAVES=N)
-#   PROFILE=1                 per-op GPU times (graphs off)
+#                             (mma_decode: decode at prompt 2048 and 256 x 1000/1000 on the CUDA-core kernel)
+#                             (waves<N>: decode at prompt 2048 with --cuda-tuning split_waves=N)
+#   PROFILE=1                 per-op GPU times (--cuda-tuning profile=on: graphs off)
 #   TP_MAX_BATCH [512]  TP_MAX_NUM_TOKENS [8192]   throughput steps' --max-batch-size / --max-num-tokens
 #   KV_FRACTION               --kv-cache-free-gpu-memory-fraction for every llmrt-bench step
 #   BENCH_FLAGS               extra flags appended to every llmrt-bench command
@@ -164,34 +165,34 @@ else
   bench throughput_512x128x128 "${T_TP:-180}" throughput --num-requests 512 --input-len 128 --output-len 128 \
     --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens"
   if [[ ${PROFILE:-0} == 1 ]]; then
-    # Per-op GPU times (LLMRT_CUDA_PROFILE=1, graphs off): the table is in the step's .log.
-    LLMRT_CUDA_PROFILE=1 bench profile_decode_128 "${T_LAT:-120}" latency --input-len 128 --output-len 64 \
-      --warmup 0 --iters 1
-    LLMRT_CUDA_PROFILE=1 bench profile_prefill_2048 "${T_PRE:-90}" prefill --input-len 2048 --warmup 0 --iters 2
+    # Per-op GPU times (profile=on, graphs off): the table is in the step's .log.
+    bench profile_decode_128 "${T_LAT:-120}" latency --input-len 128 --output-len 64 \
+      --warmup 0 --iters 1 --cuda-tuning profile=on
+    bench profile_prefill_2048 "${T_PRE:-90}" prefill --input-len 2048 --warmup 0 --iters 2 --cuda-tuning profile=on
   fi
-  # Peers inside llmrt: the same step with one optimisation switched off (LLMRT_CUDA_DISABLE, see
-  # docs/cuda-backend.md). ABLATE=1 is "graphs gemv flash"; ABLATE="pdl bf16act" names them.
+  # Peers inside llmrt: the same step with one optimisation switched off (--cuda-tuning, see
+  # docs/cuda-backend.md). ABLATE=1 is "graphs gemv flash"; ABLATE="pdl half_activations" names them.
   ablate=${ABLATE:-0}
   [[ $ablate == 1 ]] && ablate="graphs gemv flash"
   [[ $ablate == 0 ]] && ablate=""
   for off in $ablate; do
     case $off in
       graphs | gemv | pdl)
-        LLMRT_CUDA_DISABLE=$off bench "latency_128_128_no$off" "${T_LAT:-120}" latency --input-len 128 \
-          --output-len 128 --warmup 2 --iters 3
-        [[ $off == pdl ]] && LLMRT_CUDA_DISABLE=$off bench "latency_2048_128_no$off" "${T_LAT:-120}" latency \
-          --input-len 2048 --output-len 128 --warmup 2 --iters 3
+        bench "latency_128_128_no$off" "${T_LAT:-120}" latency --input-len 128 \
+          --output-len 128 --warmup 2 --iters 3 --cuda-tuning "$off=off"
+        [[ $off == pdl ]] && bench "latency_2048_128_no$off" "${T_LAT:-120}" latency \
+          --input-len 2048 --output-len 128 --warmup 2 --iters 3 --cuda-tuning "$off=off"
         ;;
-      flash | bf16act)
-        LLMRT_CUDA_DISABLE=$off bench "prefill_2048_no$off" "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 \
-          --iters 3
+      flash | half_activations)
+        bench "prefill_2048_no$off" "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 \
+          --iters 3 --cuda-tuning "$off=off"
         ;;
-      mmadecode)  # the CUDA-core decode attention kernel instead of the tensor-core one
-        LLMRT_CUDA_DISABLE=$off bench "latency_2048_128_no$off" "${T_LAT:-120}" latency --input-len 2048 \
-          --output-len 128 --warmup 2 --iters 3
-        [[ ${SKIP_LONG:-0} != 1 ]] && LLMRT_CUDA_DISABLE=$off bench "throughput_256x1000x1000_no$off" \
+      mma_decode)  # the CUDA-core decode attention kernel instead of the tensor-core one
+        bench "latency_2048_128_no$off" "${T_LAT:-120}" latency --input-len 2048 \
+          --output-len 128 --warmup 2 --iters 3 --cuda-tuning "$off=off"
+        [[ ${SKIP_LONG:-0} != 1 ]] && bench "throughput_256x1000x1000_no$off" \
           "${T_TP_LONG:-300}" throughput --num-requests 256 --input-len 1000 --output-len 1000 \
-          --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens"
+          --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens" --cuda-tuning "$off=off"
         ;;
       overlap)  # overlap scheduling off: step N+1 is prepared only once step N's tokens are back
         bench latency_128_128_nooverlap "${T_LAT:-120}" latency --input-len 128 --output-len 128 --warmup 2 \
@@ -212,8 +213,8 @@ else
           --output-len 128 --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens" --dtype float16
         ;;
       waves[0-9]*)  # decode attention key splits aimed at N CTAs per SM instead of the default
-        LLMRT_CUDA_SPLIT_WAVES=${off#waves} bench "latency_2048_128_$off" "${T_LAT:-120}" latency --input-len 2048 \
-          --output-len 128 --warmup 2 --iters 3
+        bench "latency_2048_128_$off" "${T_LAT:-120}" latency --input-len 2048 \
+          --output-len 128 --warmup 2 --iters 3 --cuda-tuning "split_waves=${off#waves}"
         ;;
       *) note "ABLATE: unknown switch $off" ;;
     esac

@@ -20,16 +20,16 @@ from e2e_common import (Criterion, bf16_rounded_checkpoint, bf16_weight_referenc
                         run_generate)
 
 LLMRT, GOLDEN = sys.argv[1], sys.argv[2]
-# (name, dtype, extra flags, LLMRT_CUDA_DISABLE); dtype float16 runs the bf16-rounded checkpoint
+# (name, dtype, extra flags, --cuda-tuning); dtype float16 runs the bf16-rounded checkpoint
 # (its matrices convert to fp16 exactly), so every row computes the same bf16-valued model.
 CONFIGS = [
     ("default (bf16 KV, bf16 GEMM inputs, tensor-core attention)", "bfloat16", [], None),
-    ("bf16 KV, fp32 attention math", "bfloat16", [], "flash,mmadecode"),
-    ("bf16 KV, fp32 GEMM inputs", "bfloat16", [], "bf16act"),
+    ("bf16 KV, fp32 attention math", "bfloat16", [], "flash=off,mma_decode=off"),
+    ("bf16 KV, fp32 GEMM inputs", "bfloat16", [], "half_activations=off"),
     ("fp16 KV, bf16 GEMM inputs (--kv-cache-dtype float16)", "bfloat16", ["--kv-cache-dtype", "float16"], None),
     ("fp16 KV, fp16 GEMM inputs (--dtype float16)", "float16", [], None),
     ("fp32 KV cache (--kv-cache-dtype float32)", "bfloat16", ["--kv-cache-dtype", "float32"], None),
-    ("fp32 KV cache, fp32 GEMM inputs", "bfloat16", ["--kv-cache-dtype", "float32"], "bf16act"),
+    ("fp32 KV cache, fp32 GEMM inputs", "bfloat16", ["--kv-cache-dtype", "float32"], "half_activations=off"),
 ]
 
 
@@ -52,7 +52,7 @@ for name in sorted(os.listdir(GOLDEN)):
             flags = list(extra) + (["--max-seq-len", "128"] if dynamic else [])
             model = bf16_rounded_checkpoint(gdir) if dtype == "float16" else gdir
             out, err = run_generate(LLMRT, model, case["prompt_ids"], "cuda", dtype, 1, flags, lp,
-                                    {"LLMRT_CUDA_DISABLE": off} if off else None)
+                                    off)
             if out is None:
                 print(f"{name}/case{ci} {cname}: run failed: {err}", flush=True)
                 continue

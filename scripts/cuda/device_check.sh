@@ -16,45 +16,25 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PA
 } 2>&1 | tee "$OUT/env.txt"
 
 echo "== backend_ops_test"
+# Every op in six dtype modes, and in bf16 with one CudaTuning switch moved (the Tuned/* modes:
+# scalar norm / RoPE kernels, RoPE outside the decode attention kernel, the matrix-vector kernel up
+# to 8 rows with the norm split up to 8 rows or off) — in process, no variables.
 $C/backend_ops_test --gtest_brief=0 > "$OUT/ops.log" 2>&1
 echo "backend_ops_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/ops.log" | head -40
-# The scalar RMSNorm / RoPE kernels (which the float4 ones replace on aligned rows).
-LLMRT_CUDA_DISABLE=vecops $C/backend_ops_test --gtest_filter='*RmsNorm*:*RopeWriteKv*:*HalfActivations*' \
-  > "$OUT/ops_novecops.log" 2>&1
-echo "backend_ops_test (vecops off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_novecops.log" | head -10
-
-# RoPE + KV write inside the decode attention kernel (on by default) against the two ops, and the
-# same test with the switch off (the two ops on both sides).
-LLMRT_CUDA_DISABLE=ropefuse $C/backend_ops_test --gtest_filter='*RopeAttention*' > "$OUT/ops_noropefuse.log" 2>&1
-echo "backend_ops_test (ropefuse off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_noropefuse.log" | head -10
-
-# The matrix-vector kernel serves products of up to 2 rows by default; its paths for 3-8 rows
-# (LLMRT_CUDA_GEMV_ROWS=8) stay tested, with the RMSNorm split over the decode products (on for
-# steps of up to 2 rows by default) for every step it can take (up to 8 rows) and off
-# (LLMRT_CUDA_NORM_SPLIT=8 / 0).
-LLMRT_CUDA_GEMV_ROWS=8 $C/backend_ops_test --gtest_filter='*Linear*:*HalfActivations*' > "$OUT/ops_gemv8.log" 2>&1
-echo "backend_ops_test (matrix-vector kernel up to 8 rows) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_gemv8.log" | head -10
-for rows in 8 0; do
-  LLMRT_CUDA_GEMV_ROWS=8 LLMRT_CUDA_NORM_SPLIT=$rows $C/backend_ops_test --gtest_filter='*LinearAddNormLinear*' > "$OUT/ops_normsplit$rows.log" 2>&1
-  echo "backend_ops_test (norm split up to $rows rows) rc=$?"
-  grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/ops_normsplit$rows.log" | head -10
-done
 
 echo "== device_sampling_test"
+# The cuda_no_rowgroup mode: the one-CTA sampling kernel on the few-row cases (pending tokens included).
 $C/device_sampling_test --gtest_brief=0 > "$OUT/sampling.log" 2>&1
 echo "device_sampling_test rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran|us per step" "$OUT/sampling.log" | head -40
-# The one-CTA sampling kernel on the few-row cases (pending tokens included) with the row-group kernel off.
-LLMRT_CUDA_DISABLE=rowgroup $C/device_sampling_test --gtest_filter='*/cuda' > "$OUT/sampling_norowgroup.log" 2>&1
-echo "device_sampling_test (rowgroup off) rc=$?"; grep -E "^\[  (PASSED|FAILED) |FAILED" "$OUT/sampling_norowgroup.log" | head -10
 
 echo "== executor proofs on the GPU (policies, chunking, reuse, offload, cancellation, soak)"
 # The CPU's executor tests, with the engine on the CUDA backend (tests/executor/executor_test_util.h).
 for dt in float32 bfloat16 float16; do
-  LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=$dt $C/executor_tests > "$OUT/executor_$dt.log" 2>&1
+  LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_DATA=tests/data LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=$dt $C/executor_tests > "$OUT/executor_$dt.log" 2>&1
   echo "executor_tests cuda $dt rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_$dt.log" | head -20
 done
 # Overlap scheduling is on by default with CUDA ("auto"): the same proofs step by step.
-LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=bfloat16 LLMRT_TEST_OVERLAP=off $C/executor_tests \
+LLMRT_SHARED_TESTDATA=$C LLMRT_TEST_DATA=tests/data LLMRT_TEST_BACKEND=cuda LLMRT_TEST_DTYPE=bfloat16 LLMRT_TEST_OVERLAP=off $C/executor_tests \
   > "$OUT/executor_bfloat16_nooverlap.log" 2>&1
 echo "executor_tests cuda bfloat16 overlap off rc=$?"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED|tests ran" "$OUT/executor_bfloat16_nooverlap.log" | head -20
@@ -84,6 +64,10 @@ if [[ -x $SAN && -z "${SKIP_SANITIZER:-}" ]]; then
   echo "memcheck generate small steps rc=$?"; grep -E "ERROR SUMMARY" "$OUT/memcheck_small_steps.log"
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*/bf16:*/fp16:*/bf16_weights_fp16_kv' > "$OUT/memcheck_ops.log" 2>&1
   echo "memcheck ops(bf16, fp16) rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_ops.log" | head
+  # Released KV blocks (kNoKvBlock = -1) below the attention window: no kernel may load them.
+  timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/backend_ops_test --gtest_filter='*WindowedAttention*' \
+    > "$OUT/memcheck_window.log" 2>&1
+  echo "memcheck windowed attention rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_window.log" | head
   timeout 240 $SAN --tool memcheck --error-exitcode 9 $C/device_sampling_test \
     --gtest_filter='*Penalties*/cuda:*BadRows*/cuda:*ManySeeds*/cuda:*Pending*/cuda:*Async*/cuda:*FewRows*/cuda' > "$OUT/memcheck_sampling.log" 2>&1
   echo "memcheck sampling rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck_sampling.log" | head

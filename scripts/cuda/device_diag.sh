@@ -8,7 +8,7 @@ tar xJf .carry-cuda/carry.tar.xz -C "$C" || exit 2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 M=$C/models/stories260K-hf
 gen() { $C/bin/llmrt generate --model $M --prompt "Once upon a time" --ignore-eos --json --kv-cache-max-tokens 8192 "$@" |
-  python3 -c "import json,sys; d=json.load(sys.stdin); print([o['output_ids'] for o in d['outputs']])"; }
+  python3 -c "import json,sys; d=json.load(sys.stdin); print([o['token_ids'] for o in d['outputs']])"; }
 for args in "--n 1 --temperature 0.8 --seed 7 --max-tokens 30" "--n 4 --temperature 0 --max-tokens 30" "--n 2 --temperature 0.8 --seed 7 --max-tokens 30" \
             "--n 4 --temperature 0.8 --seed 7 --max-tokens 30"; do
   a=$(gen --backend cpu $args); b=$(gen --backend cuda --dtype float32 $args)
@@ -24,7 +24,7 @@ for i, c in enumerate(json.load(open(g + "/golden.json"))["cases"]):
                             "--max-tokens", str(len(c["greedy_new_ids"])), "--ignore-eos", "--json", "--backend", be,
                             "--dtype", dt, "--max-seq-len", "128", "--kv-cache-max-tokens", "1024"],
                            capture_output=True, text=True)
-        got = json.loads(p.stdout)["output_ids"] if p.returncode == 0 else p.stderr.strip()[-200:]
+        got = json.loads(p.stdout)["outputs"][0]["token_ids"] if p.returncode == 0 else p.stderr.strip()[-200:]
         print(f"case{i} {be}-{dt}: {'==' if got == c['greedy_new_ids'] else '!='} HF  {got if got != c['greedy_new_ids'] else ''}")
 PY
 SAN=/usr/local/cuda/bin/compute-sanitizer

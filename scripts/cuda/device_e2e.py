@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_common import (Criterion, bf16_rounded_checkpoint, bf16_weight_reference, hf_bf16_logits,  # noqa: E402
-                        run_generate, same_as_with_env)
+                        run_generate, same_as_with_tuning)
 
 LLMRT = sys.argv[1]
 GOLDEN = sys.argv[2]
@@ -28,8 +28,13 @@ bf16_criterion = Criterion()  # llmrt in bf16 (default mode)
 hf_criterion = Criterion()  # the peer: HF transformers in bf16
 
 
-def run(model, ids, backend, dtype, max_tokens, extra=(), logits=None, env=None):
-    return run_generate(LLMRT, model, ids, backend, dtype, max_tokens, extra, logits, env)
+def run(model, ids, backend, dtype, max_tokens, extra=(), logits=None, tuning=None):
+    return run_generate(LLMRT, model, ids, backend, dtype, max_tokens, extra, logits, tuning)
+
+
+def ids_of(out):
+    """The first completion's token ids of a result object (tools/llmrt/result_json.h)."""
+    return out["outputs"][0]["token_ids"]
 
 
 def check(tag, ok, detail):
@@ -61,7 +66,7 @@ for name in sorted(os.listdir(GOLDEN)):
                 if out is None:
                     check(tag, False, "run failed: " + err)
                     continue
-                got = out["output_ids"]
+                got = ids_of(out)
                 lg = np.load(lp)
                 diff = float(np.max(np.abs(lg - ref_logits)))
                 rel = float(np.linalg.norm(lg - ref_logits) / np.linalg.norm(ref_logits))
@@ -139,12 +144,12 @@ for backend, dtype in MODES:
     if out is None:
         check(tag + "/8", False, err)
         continue
-    check(tag + "/8", out["output_ids"] == ref8 or dtype == "bfloat16",
-          f"{out['output_ids']} vs reference {ref8}")
+    check(tag + "/8", ids_of(out) == ref8 or dtype == "bfloat16",
+          f"{ids_of(out)} vs reference {ref8}")
     long_out, err = run(STORIES, prompt, backend, dtype, 400, ["--tokens-per-block", "16"])
-    results[(backend, dtype)] = long_out["output_ids"] if long_out else None
+    results[(backend, dtype)] = ids_of(long_out) if long_out else None
     samp, err = run(STORIES, prompt, backend, dtype, 40, ["--n", "4", "--temperature", "0.8", "--seed", "7"])
-    results[(backend, dtype, "n4")] = [o["output_ids"] for o in samp["outputs"]] if samp else None
+    results[(backend, dtype, "n4")] = [o["token_ids"] for o in samp["outputs"]] if samp else None
 cpu_long = results.get(("cpu", "auto"))
 for dtype in ("float32", "bfloat16"):
     got = results.get(("cuda", dtype))
@@ -171,23 +176,23 @@ with open(batch_file, "w") as f:
         f.write(json.dumps({"prompt": p_, "max_tokens": 20 + 7 * i, "temperature": 0}) + "\n")
 
 
-def run_batch(backend, dtype, env_extra=None):
-    env = dict(os.environ, **(env_extra or {}))
+def run_batch(backend, dtype, tuning=None):
     p = subprocess.run([LLMRT, "generate", "--model", STORIES, "--input-file", batch_file, "--backend", backend,
                         "--dtype", dtype, "--kv-cache-max-tokens", "8192", "--tokens-per-block", "16",
-                        "--log-level", "error"], capture_output=True, text=True, env=env)
+                        "--log-level", "error"] + (["--cuda-tuning", tuning] if tuning else []),
+                       capture_output=True, text=True)
     if p.returncode != 0:
         return None, p.stderr[-2000:]
-    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{") and '"stats"' not in l]
-    return {l["index"]: l["output_ids"] for l in lines}, None
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]  # one result row per request
+    return {l["index"]: ids_of(l) for l in lines}, None
 
 
 cpu_b, err = run_batch("cpu", "auto")
-for dtype, env_extra, ref_name in [("float32", None, "cpu"), ("bfloat16", None, None),
-                                   ("bfloat16", {"LLMRT_CUDA_DISABLE": "graphs"}, "graphs on"),
-                                   ("bfloat16", {"LLMRT_CUDA_DISABLE": "gemv,graphs,flash"}, "info")]:
-    got, err2 = run_batch("cuda", dtype, env_extra)
-    tag = f"batch8/{dtype}" + (f"/disable={env_extra['LLMRT_CUDA_DISABLE']}" if env_extra else "")
+for dtype, tuning, ref_name in [("float32", None, "cpu"), ("bfloat16", None, None),
+                                ("bfloat16", "graphs=off", "graphs on"),
+                                ("bfloat16", "gemv=off,graphs=off,flash=off", "info")]:
+    got, err2 = run_batch("cuda", dtype, tuning)
+    tag = f"batch8/{dtype}" + (f"/{tuning}" if tuning else "")
     if got is None or cpu_b is None:
         check(tag, False, f"run failed: {err or err2}")
         continue
@@ -203,7 +208,7 @@ for dtype, env_extra, ref_name in [("float32", None, "cpu"), ("bfloat16", None, 
         continue
     check(tag, same, f"{len(got)} requests {'equal' if same else 'DIFFER'} to {ref_name}")
 
-# 3. Sampling on the GPU (Backend::sampleRows) against sampling on the host (LLMRT_CUDA_DISABLE=sampling)
+# 3. Sampling on the GPU (Backend::sampleRows) against sampling on the host (--cuda-tuning sampling=off)
 # from the same CUDA logits: every token and logprob must agree (the kernel reproduces the host sampler;
 # only a draw within ~1e-12 of a token boundary could differ).
 SAMPLING = [
@@ -218,12 +223,12 @@ for dtype in ("float32", "bfloat16"):
     for si, flags in enumerate(SAMPLING):
         tag = f"stories260K/gpu-sampling/{dtype}/{si}"
         dev, err1 = run(STORIES, prompt, "cuda", dtype, 48, flags)
-        host, err2 = run(STORIES, prompt, "cuda", dtype, 48, flags, env={"LLMRT_CUDA_DISABLE": "sampling"})
+        host, err2 = run(STORIES, prompt, "cuda", dtype, 48, flags, tuning="sampling=off")
         if dev is None or host is None:
             check(tag, False, "run failed: " + str(err1 or err2))
             continue
-        d_ids = [o["output_ids"] for o in dev["outputs"]]
-        h_ids = [o["output_ids"] for o in host["outputs"]]
+        d_ids = [o["token_ids"] for o in dev["outputs"]]
+        h_ids = [o["token_ids"] for o in host["outputs"]]
         d_lp = json.dumps([o.get("logprobs") for o in dev["outputs"]])
         detail = f"{len(d_ids)} x {len(d_ids[0])} tokens {'equal' if d_ids == h_ids else 'DIFFER'}"
         if "--logprobs" in flags:
@@ -234,7 +239,7 @@ for dtype in ("float32", "bfloat16"):
         check(tag, d_ids == h_ids, detail + (f": gpu {d_ids} host {h_ids}" if d_ids != h_ids else ""))
 
 # 4. RoPE and the KV write inside the decode attention kernel (the default for decode steps on the
-# tensor-core kernel: head_dim 64 / 128) against the two kernels (LLMRT_CUDA_DISABLE=ropefuse): the
+# tensor-core kernel: head_dim 64 / 128) against the two kernels (--cuda-tuning rope_fusion=off): the
 # same bits, so the same tokens and logprobs, greedy and sampled (n = 4: decode steps of 4 rows).
 HD128 = os.path.join(GOLDEN, "llama_hd128_linear")
 hd128_prompt = json.load(open(os.path.join(HD128, "golden.json")))["cases"][0]["prompt_ids"]
@@ -242,7 +247,7 @@ for dtype in ("bfloat16", "float16"):
     for flags in (["--tokens-per-block", "16", "--logprobs", "3"],
                   ["--tokens-per-block", "16", "--n", "4", "--temperature", "0.9", "--seed", "5", "--logprobs", "2"]):
         tag = f"ropefuse/{dtype}/{'sampled-n4' if '--n' in flags else 'greedy'}"
-        same, err = same_as_with_env(LLMRT, HD128, hd128_prompt, dtype, 60, flags, {"LLMRT_CUDA_DISABLE": "ropefuse"})
+        same, err = same_as_with_tuning(LLMRT, HD128, hd128_prompt, dtype, 60, flags, "rope_fusion=off")
         if same is None:
             check(tag, False, f"run failed: {err}")
             continue

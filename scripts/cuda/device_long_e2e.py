@@ -14,7 +14,7 @@ the GPU (TF32 off):
   - the default bf16 mode (one step, and chunked): an error that does not grow with the position
     (the last 1000 positions against the first 1000), and the decode steps (the tensor-core decode
     kernel with RoPE inside, keys split across CTAs) equal to the same run with the two-kernel path
-    (LLMRT_CUDA_DISABLE=ropefuse); HF transformers' own bf16 run reported beside it.
+    (--cuda-tuning rope_fusion=off); HF transformers' own bf16 run reported beside it.
 Exits 1 on a failed check.
 """
 import json
@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_common import hf_bf16_logits, log_softmax, run_generate, same_as_with_env  # noqa: E402
+from e2e_common import hf_bf16_logits, log_softmax, run_generate, same_as_with_tuning  # noqa: E402
 
 LLMRT, OUT = sys.argv[1], sys.argv[2]
 PROMPT_LEN, NEW = 6000, 48
@@ -105,12 +105,12 @@ for backend, dtype, chunk in [("cuda", "float32", False), ("cuda", "float32", Tr
         continue
     lg = np.load(lp)
     os.remove(lp)
-    runs[tag] = got["output_ids"]
+    runs[tag] = got["outputs"][0]["token_ids"]
     agree_at, dlp = stats(lg)
     agree = int(agree_at.sum())
     rel = float(np.linalg.norm(lg - ref_logits) / np.linalg.norm(ref_logits))
-    same = got["output_ids"] == ref_ids
-    first = next((i for i, (a, b) in enumerate(zip(got["output_ids"], ref_ids)) if a != b), None)
+    same = got["outputs"][0]["token_ids"] == ref_ids
+    first = next((i for i, (a, b) in enumerate(zip(got["outputs"][0]["token_ids"], ref_ids)) if a != b), None)
     detail = (f"prompt logits rel {rel:.2e}, top-1 equal at {agree}/{PROMPT_LEN}, max |d logprob| {dlp.max():.4f}; "
               f"greedy {'==' if same else '!='} HF{'' if same else f' (first diff at {first})'}")
     if dtype == "float32":
@@ -141,7 +141,7 @@ if hb is not None:
 for chunk in (False, True):
     tag = f"ropefuse{'-chunked' if chunk else ''}"
     flags = BASE + (CHUNKED if chunk else []) + ["--logprobs", "2"]
-    same, err = same_as_with_env(LLMRT, mdir, prompt, "bfloat16", NEW, flags, {"LLMRT_CUDA_DISABLE": "ropefuse"})
+    same, err = same_as_with_tuning(LLMRT, mdir, prompt, "bfloat16", NEW, flags, "rope_fusion=off")
     if same is None:
         check(tag, False, f"run failed: {err}")
         continue

@@ -78,14 +78,18 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-def run_generate(llmrt, model, ids, backend, dtype, max_tokens, extra=(), logits=None, env=None):
+def run_generate(llmrt, model, ids, backend, dtype, max_tokens, extra=(), logits=None, tuning=None):
+    """`llmrt generate --json` on `ids`; `tuning`: a --cuda-tuning value (e.g. "rope_fusion=off").
+    Returns (the result object: outputs[i].token_ids, prompt_token_ids, ..., None) or (None, stderr)."""
     prompt_args = ["--prompt", ids] if isinstance(ids, str) else ["--input-ids", ",".join(map(str, ids))]
     cmd = [llmrt, "generate", "--model", model, *prompt_args, "--max-tokens",
            str(max_tokens), "--ignore-eos", "--json", "--backend", backend, "--dtype", dtype,
            "--kv-cache-max-tokens", "8192", *extra]
     if logits:
         cmd += ["--output-logits-npy", logits]
-    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    if tuning:
+        cmd += ["--cuda-tuning", tuning]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         return None, p.stderr[-2000:]
     return json.loads(p.stdout), None
@@ -120,11 +124,11 @@ class Criterion:
                 f"max |d logprob| of HF's top token {self.max_dlogprob:.4f} (need <= 0.05)")
 
 
-def same_as_with_env(llmrt, model, ids, dtype, max_tokens, flags, env):
-    """Runs `llmrt generate` on the GPU twice, the second time with `env` set (e.g. a kernel switched
-    off): (True / False: the outputs, ids and logprobs, are equal, None) or (None, the error)."""
+def same_as_with_tuning(llmrt, model, ids, dtype, max_tokens, flags, tuning):
+    """Runs `llmrt generate` on the GPU twice, the second time with `--cuda-tuning tuning` (e.g. a
+    kernel switched off): (True / False: the outputs, ids and logprobs, are equal, None) or (None, the error)."""
     a, err = run_generate(llmrt, model, ids, "cuda", dtype, max_tokens, flags)
-    b, err2 = run_generate(llmrt, model, ids, "cuda", dtype, max_tokens, flags, env=env)
+    b, err2 = run_generate(llmrt, model, ids, "cuda", dtype, max_tokens, flags, tuning=tuning)
     if a is None or b is None:
         return None, err or err2
     strip = lambda o: {k: v for k, v in o.items() if k not in ("stats", "timing", "elapsed_s")}  # noqa: E731

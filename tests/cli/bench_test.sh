@@ -18,10 +18,16 @@ expect 2 "--input-len has value 0; expected an integer in \[1, " -- "$bin" laten
 expect 2 "--output-len has value 1; expected an integer in \[2, " -- "$bin" latency "${common[@]}" --output-len 1
 expect 2 "--iters has value 0" -- "$bin" prefill "${common[@]}" --iters 0
 expect 2 "--num-requests has value -3" -- "$bin" throughput "${common[@]}" --num-requests -3
-expect 2 "--tokens-per-block has value 24; expected a power of two" -- "$bin" throughput "${common[@]}" --tokens-per-block 24
-expect 2 "--kv-cache-free-gpu-memory-fraction has value 1; expected a number in \(0, 1\)" -- \
+# Engine flags: the option table's parsers, then EngineConfig::validate (the messages of the API).
+expect 2 "field 'tokens_per_block' has value 24; expected a power of two" -- \
+  "$bin" throughput "${common[@]}" --tokens-per-block 24
+expect 2 "field 'free_gpu_memory_fraction' has value 1; expected a fraction in \(0, 1\)" -- \
   "$bin" throughput "${common[@]}" --kv-cache-free-gpu-memory-fraction 1
-expect 2 "--max-batch-size has value 0" -- "$bin" throughput "${common[@]}" --max-batch-size 0
+expect 2 "field 'max_batch_size' has value 0" -- "$bin" throughput "${common[@]}" --max-batch-size 0
+expect 2 "--max-batch-size: 'x' is not an integer" -- "$bin" throughput "${common[@]}" --max-batch-size x
+expect 2 "unknown option '--enable-block-reus', did you mean '--enable-block-reuse'" -- "$bin" throughput "${common[@]}" --enable-block-reus
+expect 2 "field 'top_p' has value 0" -- "$bin" throughput "${common[@]}" --top-p 0
+expect 2 "cuda_tuning: unknown key 'graph', did you mean 'graphs'" -- "$bin" throughput "${common[@]}" --cuda-tuning graph=off
 expect 2 "--backend" -- "$bin" prefill "${common[@]}" --backend tpu
 expect 2 "exceeds the max sequence length 512" -- "$bin" latency "${common[@]}" --input-len 500 --output-len 20
 expect 1 "/nonexistent" -- "$bin" prefill --model /nonexistent --backend cpu

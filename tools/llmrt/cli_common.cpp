@@ -1,6 +1,7 @@
 #include "cli_common.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -15,10 +16,6 @@ int fail(const Status& status) { return fail(status.message()); }
 int fail(const std::string& message, int code) {
   std::fprintf(stderr, "llmrt: error: %s\n", message.c_str());
   return code;
-}
-
-std::string readStdin() {
-  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 }
 
 Result<std::vector<TokenId>> parseTokenIds(const std::string& text) {
@@ -38,41 +35,40 @@ Result<std::vector<TokenId>> parseTokenIds(const std::string& text) {
   return ids;
 }
 
-std::string jsonEscape(const std::string& s) {
+std::string defaultModelDir() {
+  struct stat st {};
+  auto has = [&](const std::string& dir) { return ::stat((dir + "/config.json").c_str(), &st) == 0; };
+  const std::string local = "models/llmrt-tiny";
+  if (has(local)) return local;
+  // An installed command (cmake --install): <prefix>/bin/llmrt beside <prefix>/share/llmrt/models.
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.find_last_of('/'));
+    const std::string installed = dir + "/../share/llmrt/models/llmrt-tiny";
+    if (has(installed)) return installed;
+  }
+  return LLMRT_DEFAULT_MODEL_DIR;  // the source tree this binary was built from
+}
+
+std::string oneLine(std::string_view message) {
   std::string out;
-  out.reserve(s.size() + 8);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+  out.reserve(message.size());
+  for (unsigned char c : message) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
     }
   }
   return out;
-}
-
-std::string defaultModelDir() {
-  const std::string local = "models/llmrt-tiny";
-  struct stat st {};
-  if (::stat((local + "/config.json").c_str(), &st) == 0) return local;
-  return LLMRT_DEFAULT_MODEL_DIR;
-}
-
-std::string jsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
 }
 
 }  // namespace llmrt::cli

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "llmrt/status.h"
@@ -19,13 +20,9 @@ constexpr int kExitUsage = 2;
 int fail(const Status& status);
 int fail(const std::string& message, int code = kExitFailure);
 
-// Reads all of standard input.
-std::string readStdin();
 // Parses token ids separated by commas, spaces or newlines (brackets allowed:
 // "[1, 2, 3]"). Each must be an integer in [0, 2^31); an empty list is allowed.
 Result<std::vector<TokenId>> parseTokenIds(const std::string& text);
-// Escapes a string for a JSON string literal (without the quotes).
-std::string jsonEscape(const std::string& s);
 
 // Each subcommand registers itself and returns the function that runs it.
 using Runner = std::function<int()>;
@@ -39,11 +36,14 @@ Command addInspectCommand(CLI::App& app);
 Command addGenerateCommand(CLI::App& app);
 Command addPerplexityCommand(CLI::App& app);
 
-// The model used when --model is not given: ./models/llmrt-tiny when it
-// exists, else the copy in the source tree this binary was built from.
+// The model used when --model is not given: ./models/llmrt-tiny when it exists, else the
+// installed copy (<prefix>/share/llmrt/models/llmrt-tiny beside <prefix>/bin), else the copy in
+// the source tree this binary was built from.
 std::string defaultModelDir();
 
-// A finite double as JSON (NaN/inf become null).
-std::string jsonNumber(double v);
+
+// `message` with control characters (newlines included) escaped as \n, \xHH,
+// so that an error naming user data stays on one line.
+std::string oneLine(std::string_view message);
 
 }  // namespace llmrt::cli

@@ -3,58 +3,56 @@
 // tokens (each starting with BOS when the tokenizer adds one); the first half
 // of each chunk is context only and the second half is scored.
 #include <cmath>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include "cli_common.h"
+#include "llmrt/file_io.h"
 #include "llmrt/llm.h"
 #include "llmrt/util.h"
+#include "option_flags.h"
 
 namespace llmrt::cli {
 
 Command addPerplexityCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("perplexity", "Perplexity of a text file (teacher forcing)");
   struct Flags {
-    std::string model, file, log_level = "warning";
+    std::string file, log_level = "warning";
     int64_t context = 512;
-    int threads = 0;
     int64_t max_chunks = 0;
+    OptionFlags options;
   };
   auto f = std::make_shared<Flags>();
-  cmd->add_option("--model", f->model, "HF model directory (default: the bundled models/llmrt-tiny)");
   cmd->add_option("--file", f->file, "Text file")->required();
   cmd->add_option("--context", f->context, "Tokens per chunk (default 512)")->check(CLI::Range(4, 1 << 20));
-  cmd->add_option("--chunks", f->max_chunks, "Score at most this many chunks (0 = all)");
-  cmd->add_option("--threads", f->threads, "CPU threads (0 = all cores)")->check(CLI::Range(0, 1024));
-  cmd->add_option("--log-level", f->log_level, "trace|debug|info|warning|error|off");
+  cmd->add_option("--chunks", f->max_chunks, "Score at most this many chunks (0 = all)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--log-level", f->log_level, "trace|debug|info|warning|error|off (default: warning)");
+  EngineConfig defaults;
+  defaults.model = defaultModelDir();
+  // The chunk length sets the sequence limits.
+  f->options.addEngineOptions(cmd, defaults, {"max_seq_len", "max_input_len"});
   return {cmd, [f]() -> int {
     if (Status s = setLogLevelByName(f->log_level); !s.isOk()) return fail(s.message(), kExitUsage);
-    std::FILE* fp = std::fopen(f->file.c_str(), "rb");
-    if (fp == nullptr) return fail(f->file + ": cannot open: " + std::strerror(errno));
-    std::string text;
-    char buf[65536];
-    size_t got;
-    while ((got = std::fread(buf, 1, sizeof(buf), fp)) > 0) text.append(buf, got);
-    std::fclose(fp);
-    LlmArgs args;
-    args.model = f->model.empty() ? defaultModelDir() : f->model;
-    args.num_threads = f->threads;
-    args.max_num_tokens = std::max<int64_t>(f->context, 8192);
-    // Scoring runs each chunk as a prompt with max_tokens 1; that one sampled
-    // token is never computed, so a chunk may fill the model's whole context.
-    args.max_seq_len = f->context + 1;
-    auto llm = LLM::create(args);
+    EngineConfig config;
+    config.model = defaultModelDir();
+    if (Status s = f->options.applyEngine(config); !s.isOk()) return fail(s.message(), kExitUsage);
+    // Each chunk is one prompt (LLM::promptLogprobs): a chunk may fill the model's whole context.
+    config.max_seq_len = f->context;
+    if (!f->options.given("max_num_tokens")) config.max_num_tokens = std::max<int64_t>(f->context, 8192);
+    if (Status s = config.validate(); !s.isOk()) return fail(s.message(), kExitUsage);
+    auto read = readRegularFile(f->file, kMaxTextFileBytes);  // regular files only, at most 1 GiB
+    if (!read.isOk()) return fail(read.status());
+    const std::string text = std::move(read).value();
+    auto llm = LLM::create(config);
     if (!llm.isOk()) return fail(llm.status());
     const Tokenizer* tok = (*llm)->tokenizer();
     if (tok == nullptr) return fail("the model directory has no tokenizer.json");
-    if (f->context > (*llm)->modelConfig().max_position_embeddings)
-      return fail("--context " + std::to_string(f->context) + " exceeds the model's max_position_embeddings " +
-                      std::to_string((*llm)->modelConfig().max_position_embeddings),
-                  kExitUsage);
-    std::vector<TokenId> ids = tok->encode(text, false);
-    std::vector<TokenId> with_bos = tok->encode("", true);  // what add_special_tokens prepends (BOS or nothing)
+    auto encoded = tok->encode(text, false);
+    if (!encoded.isOk()) return fail(encoded.status());
+    const std::vector<TokenId>& ids = *encoded;
+    auto bos_only = tok->encode("", true);  // what add_special_tokens prepends (BOS or nothing)
+    if (!bos_only.isOk()) return fail(bos_only.status());
+    const std::vector<TokenId>& with_bos = *bos_only;
     const int64_t bos = with_bos.empty() ? 0 : 1;
     const int64_t body = f->context - bos;
     int64_t n_chunks = static_cast<int64_t>(ids.size()) / body;

@@ -1,9 +1,11 @@
 // llmrt tokenize / detokenize.
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli_common.h"
+#include "llmrt/file_io.h"
 #include "llmrt/tokenizer.h"
 
 namespace llmrt::cli {
@@ -23,6 +25,8 @@ struct TokenizerSource {
     if (model_dir.empty() && tokenizer_file.empty())
       return invalidArgument("one of --model DIR or --tokenizer FILE is required");
     std::string path = tokenizer_file.empty() ? model_dir + "/tokenizer.json" : tokenizer_file;
+    // Look before the loader opens it: a FIFO would block the open, a device never end.
+    LLMRT_RETURN_IF_ERROR(checkRegularFile(path, kMaxTextFileBytes));
     return Tokenizer::fromFile(path);
   }
 };
@@ -44,16 +48,24 @@ Command addTokenizeCommand(CLI::App& app) {
   return {cmd, [=]() -> int {
     auto tok = src->load();
     if (!tok.isOk()) return fail(tok.status());
-    std::string input = *have_text ? *text : readStdin();
-    std::vector<TokenId> ids = (*tok)->encode(input, !*no_special);
+    std::string input;
+    if (*have_text) {
+      input = *text;
+    } else {
+      auto in = readStandardInput(kMaxTextFileBytes);
+      if (!in.isOk()) return fail(in.status());
+      input = std::move(in).value();
+    }
+    auto encoded = (*tok)->encode(input, !*no_special);
+    if (!encoded.isOk()) return fail(encoded.status());
+    const std::vector<TokenId>& ids = *encoded;
     std::ostringstream out;
     if (*json) {
-      out << "{\"ids\": [";
-      for (size_t i = 0; i < ids.size(); ++i) out << (i ? ", " : "") << ids[i];
-      out << "], \"tokens\": [";
-      for (size_t i = 0; i < ids.size(); ++i)
-        out << (i ? ", " : "") << '"' << jsonEscape((*tok)->idToToken(ids[i]).value_or("")) << '"';
-      out << "]}\n";
+      nlohmann::json tokens = nlohmann::json::array();
+      for (TokenId id : ids) tokens.push_back((*tok)->idToToken(id).value_or(""));
+      out << nlohmann::json{{"ids", ids}, {"tokens", tokens}}.dump(-1, ' ', false,
+                                                                    nlohmann::json::error_handler_t::replace)
+          << "\n";
     } else {
       for (size_t i = 0; i < ids.size(); ++i) out << (i ? " " : "") << ids[i];
       out << "\n";
@@ -76,7 +88,9 @@ Command addDetokenizeCommand(CLI::App& app) {
     if (!tok.isOk()) return fail(tok.status());
     std::string all;
     if (ids_text->empty()) {
-      all = readStdin();
+      auto in = readStandardInput(kMaxTextFileBytes);
+      if (!in.isOk()) return fail(in.status());
+      all = std::move(in).value();
     } else {
       for (const auto& s : *ids_text) all += s + " ";
     }

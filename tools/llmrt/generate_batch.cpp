@@ -1,215 +1,155 @@
 #include "generate_batch.h"
 
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
-#include <sstream>
+#include <optional>
 
 #include "cli_common.h"
+#include "llmrt/file_io.h"
+#include "llmrt/request_json.h"
+#include "result_json.h"
 
 namespace llmrt::cli {
 namespace {
 
 using nlohmann::json;
 
-struct BatchItem {
-  Prompt prompt;
-  SamplingParams params;
-  RequestOptions options;
+json errorRow(size_t index, const std::string& message) {
+  return {{"index", index}, {"error", message}, {"finish_reason", "error"}};
+}
+
+// The result schema of result_json.h plus the request's "index"; a request
+// the engine refused names its line as a bad input line does.
+json resultRow(size_t index, const RequestOutput& r, const std::string& where) {
+  if (!r.status.isOk()) return errorRow(index, where + ": " + r.status.message());
+  json o = resultJson(r);
+  o["index"] = index;
+  return o;
+}
+
+// Rows go to an atomically replaced file, or to stdout.
+class RowSink {
+ public:
+  static Result<RowSink> open(const std::string& path) {
+    RowSink s;
+    if (path.empty() || path == "-") return s;
+    LLMRT_ASSIGN_OR_RETURN(AtomicFileWriter w, AtomicFileWriter::open(path));
+    s.file_.emplace(std::move(w));
+    return s;
+  }
+  Status write(const std::string& s) {
+    if (file_) return file_->write(s);
+    if (std::fwrite(s.data(), 1, s.size(), stdout) != s.size())
+      return ioError("writing standard output failed");
+    return Status::ok();
+  }
+  Status finish() {
+    if (file_) return file_->commit();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) return ioError("writing standard output failed");
+    return Status::ok();
+  }
+
+ private:
+  std::optional<AtomicFileWriter> file_;
 };
 
-template <typename T>
-Status getField(const json& j, const char* key, T& out, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();
-  try {
-    out = it->get<T>();
-  } catch (const std::exception& e) {
-    return invalidArgument(where + ": field '" + key + "' has the wrong type (" + it->dump() + ")");
-  }
-  return Status::ok();
-}
-
-Status parseRetention(const json& j, KvCacheRetentionConfig& rc, const std::string& where) {
-  if (!j.is_object()) return invalidArgument(where + ": kv_cache_retention_config must be an object");
-  auto ranges = j.find("token_range_retention_configs");
-  if (ranges != j.end()) {
-    if (!ranges->is_array()) return invalidArgument(where + ": token_range_retention_configs must be an array");
-    for (const json& r : *ranges) {
-      if (!r.is_object()) return invalidArgument(where + ": each token range retention config must be an object");
-      TokenRangeRetentionConfig t;
-      LLMRT_RETURN_IF_ERROR(getField(r, "token_start", t.token_start, where));
-      int32_t end = -1;
-      LLMRT_RETURN_IF_ERROR(getField(r, "token_end", end, where));
-      if (r.contains("token_end") && !r["token_end"].is_null()) t.token_end = end;
-      LLMRT_RETURN_IF_ERROR(getField(r, "priority", t.priority, where));
-      int64_t d = 0;
-      LLMRT_RETURN_IF_ERROR(getField(r, "duration_ms", d, where));
-      if (r.contains("duration_ms") && !r["duration_ms"].is_null()) t.duration_ms = d;
-      rc.token_range_retention_configs.push_back(t);
-    }
-  }
-  LLMRT_RETURN_IF_ERROR(getField(j, "decode_retention_priority", rc.decode_retention_priority, where));
-  int64_t d = 0;
-  LLMRT_RETURN_IF_ERROR(getField(j, "decode_duration_ms", d, where));
-  if (j.contains("decode_duration_ms") && !j["decode_duration_ms"].is_null()) rc.decode_duration_ms = d;
-  return Status::ok();
-}
-
-Status parseLine(const std::string& line, const std::string& where, const SamplingParams& defaults, BatchItem& item) {
-  json j;
-  try {
-    j = json::parse(line);
-  } catch (const std::exception& e) {
-    return parseError(where + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object()) return parseError(where + ": expected a JSON object");
-  static const std::set<std::string> kKnown = {
-      "prompt", "input_ids", "max_tokens", "min_tokens", "temperature", "top_k", "top_p", "min_p",
-      "repetition_penalty", "presence_penalty", "frequency_penalty", "seed", "ignore_eos", "stop",
-      "stop_token_ids", "n", "logprobs", "kv_cache_retention_config"};
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!kKnown.count(it.key())) return invalidArgument(where + ": unknown field '" + it.key() + "'");
-  const bool has_text = j.contains("prompt"), has_ids = j.contains("input_ids");
-  if (has_text == has_ids) return invalidArgument(where + ": exactly one of 'prompt' or 'input_ids' is required");
-  if (has_text) {
-    std::string t;
-    LLMRT_RETURN_IF_ERROR(getField(j, "prompt", t, where));
-    item.prompt = Prompt::fromText(std::move(t));
-  } else {
-    std::vector<int64_t> ids;
-    LLMRT_RETURN_IF_ERROR(getField(j, "input_ids", ids, where));
-    std::vector<TokenId> tids;
-    for (int64_t v : ids) {
-      if (v < INT32_MIN || v > INT32_MAX) return invalidArgument(where + ": input_ids value " + std::to_string(v) + " is not a token id");
-      tids.push_back(static_cast<TokenId>(v));
-    }
-    item.prompt = Prompt::fromIds(std::move(tids));
-  }
-  SamplingParams& p = item.params;
-  p = defaults;
-  LLMRT_RETURN_IF_ERROR(getField(j, "max_tokens", p.max_tokens, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "min_tokens", p.min_tokens, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "temperature", p.temperature, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "top_k", p.top_k, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "top_p", p.top_p, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "min_p", p.min_p, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "repetition_penalty", p.repetition_penalty, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "presence_penalty", p.presence_penalty, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "frequency_penalty", p.frequency_penalty, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "ignore_eos", p.ignore_eos, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "stop", p.stop, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "stop_token_ids", p.stop_token_ids, where));
-  LLMRT_RETURN_IF_ERROR(getField(j, "n", p.n, where));
-  if (j.contains("seed") && !j["seed"].is_null()) {
-    uint64_t s = 0;
-    LLMRT_RETURN_IF_ERROR(getField(j, "seed", s, where));
-    p.seed = s;
-  }
-  if (j.contains("logprobs") && !j["logprobs"].is_null()) {
-    int k = 0;
-    LLMRT_RETURN_IF_ERROR(getField(j, "logprobs", k, where));
-    p.logprobs = k;
-  }
-  if (j.contains("kv_cache_retention_config") && !j["kv_cache_retention_config"].is_null()) {
-    KvCacheRetentionConfig rc;
-    LLMRT_RETURN_IF_ERROR(parseRetention(j["kv_cache_retention_config"], rc, where));
-    item.options.kv_cache_retention_config = rc;
-  }
-  return Status::ok();
-}
-
-json completionJson(const CompletionOutput& c) {
-  json o;
-  o["index"] = c.index;
-  o["output_ids"] = c.token_ids;
-  o["text"] = c.text;
-  o["finish_reason"] = std::string(toString(c.finish_reason));
-  if (!c.logprobs.empty()) {
-    json lps = json::array();
-    for (const TokenLogprobs& lp : c.logprobs) {
-      json top = json::array();
-      for (const TokenLogprob& t : lp.top) top.push_back({t.token, t.logprob});
-      lps.push_back({{"token", lp.chosen.token}, {"logprob", lp.chosen.logprob}, {"top", top}});
-    }
-    o["logprobs"] = lps;
-  }
-  return o;
+json statsJson(const LlmStats& st, size_t requests, size_t failed) {
+  return {{"requests", requests},
+          {"failed_requests", failed},
+          {"steps", st.steps},
+          {"context_tokens", st.context_tokens},
+          {"generated_tokens", st.generated_tokens},
+          {"seconds", st.seconds},
+          {"kv_reuse_hit_rate", st.reuse_hit_rate},
+          {"kv_reused_blocks", st.reused_blocks},
+          {"kv_evicted_blocks", st.evicted_blocks},
+          {"kv_offloaded_blocks", st.offloaded_blocks},
+          {"kv_onboarded_blocks", st.onboarded_blocks},
+          {"pauses", st.pauses},
+          {"resumes", st.resumes}};
 }
 
 }  // namespace
 
 int runGenerateBatch(LLM& llm, const SamplingParams& defaults, const std::string& input_file,
-                     const std::string& output_file) {
-  std::ifstream in(input_file);
-  if (!in) return fail(ioError("cannot open input file " + input_file));
-  std::vector<BatchItem> items;
-  std::string line;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
-    BatchItem item;
-    Status s = parseLine(line, input_file + ":" + std::to_string(lineno), defaults, item);
-    if (!s.isOk()) return fail(s);
-    items.push_back(std::move(item));
+                     const std::string& output_file, const std::string& stats_file) {
+  const bool from_stdin = input_file == "-";
+  const bool to_stdout = output_file.empty() || output_file == "-";
+  // Never write over the input (or one output over the other): checked by
+  // inode before anything is read or created.
+  if (!from_stdin && !to_stdout && isSameFile(output_file, input_file))
+    return fail(
+        "--output-file " + output_file + " is the input file " + input_file + "; write the results elsewhere",
+        kExitUsage);
+  if (!from_stdin && !stats_file.empty() && isSameFile(stats_file, input_file))
+    return fail("--stats-file " + stats_file + " is the input file " + input_file, kExitUsage);
+  if (!to_stdout && !stats_file.empty() && isSameFile(stats_file, output_file))
+    return fail("--stats-file " + stats_file + " is the output file " + output_file, kExitUsage);
+
+  const std::string name = from_stdin ? "<stdin>" : input_file;
+  auto text =
+      from_stdin ? readStandardInput(kMaxTextFileBytes) : readRegularFile(input_file, kMaxTextFileBytes);
+  if (!text.isOk()) return fail(oneLine(text.status().message()));
+  // Whole-run errors: NUL bytes, no requests, no line a JSON object. A bad line is its own error row.
+  auto parsed = parseJsonLinesRequests(*text, defaults, name);
+  if (!parsed.isOk()) return fail(oneLine(parsed.status().message()));
+  std::vector<JsonLineRequest> lines = std::move(parsed).value();
+  text = std::string();  // the requests hold what they need
+
+  // Create the output files before the run, so an unwritable path fails at once.
+  auto rows = RowSink::open(output_file);
+  if (!rows.isOk()) return fail(oneLine(rows.status().message()));
+  std::optional<AtomicFileWriter> stats_out;
+  if (!stats_file.empty()) {
+    auto w = AtomicFileWriter::open(stats_file);
+    if (!w.isOk()) return fail(oneLine(w.status().message()));
+    stats_out.emplace(std::move(w).value());
   }
-  if (items.empty()) return fail(invalidArgument(input_file + ": no requests"));
 
   std::vector<Prompt> prompts;
   std::vector<SamplingParams> params;
   std::vector<RequestOptions> options;
-  for (BatchItem& it : items) {
-    prompts.push_back(std::move(it.prompt));
-    params.push_back(std::move(it.params));
-    options.push_back(std::move(it.options));
+  for (JsonLineRequest& b : lines) {
+    if (!b.request) continue;
+    prompts.push_back(std::move(b.request->prompt));
+    params.push_back(std::move(b.request->sampling_params));
+    options.push_back(std::move(b.request->options));
   }
-  auto outs = llm.generate(prompts, params, options);
-  if (!outs.isOk()) return fail(outs.status());
+  std::vector<RequestOutput> outs;
+  if (!prompts.empty()) {
+    auto r = llm.generate(prompts, params, options);
+    if (!r.isOk()) return fail(r.status());
+    outs = std::move(r).value();
+    if (outs.size() != prompts.size())
+      return fail(internalError("generate returned a different number of outputs"));
+  }
 
-  std::FILE* out = stdout;
-  if (!output_file.empty()) {
-    out = std::fopen(output_file.c_str(), "w");
-    if (out == nullptr) return fail(ioError("cannot open output file " + output_file));
-  }
-  for (size_t i = 0; i < outs->size(); ++i) {
-    const RequestOutput& r = (*outs)[i];
-    json o;
-    o["index"] = i;
-    if (!r.status.isOk()) {
-      o["error"] = r.status.message();
-      o["finish_reason"] = "error";
+  size_t failed = 0, next_out = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    json row;
+    if (lines[i].request) {
+      const RequestOutput& r = outs[next_out++];
+      row = resultRow(i, r, name + ":" + std::to_string(lines[i].line));
+      if (!r.status.isOk()) ++failed;
     } else {
-      const CompletionOutput& c = r.outputs.at(0);
-      o["output_ids"] = c.token_ids;
-      o["text"] = c.text;
-      o["finish_reason"] = std::string(toString(c.finish_reason));
-      o["cached_tokens"] = r.cached_tokens;
-      o["prompt_tokens"] = r.prompt_token_ids.size();
-      if (r.outputs.size() > 1 || !c.logprobs.empty()) {
-        json all = json::array();
-        for (const CompletionOutput& x : r.outputs) all.push_back(completionJson(x));
-        o["outputs"] = all;
-      }
+      row = errorRow(i, lines[i].error.message());
+      ++failed;
     }
-    const std::string s = o.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::fputs(s.c_str(), out);
+    if (Status s = rows->write(jsonLine(row)); !s.isOk()) return fail(s);
   }
-  const LlmStats st = llm.stats();
-  json stats = {{"requests", outs->size()},
-                {"steps", st.steps},
-                {"context_tokens", st.context_tokens},
-                {"generated_tokens", st.generated_tokens},
-                {"seconds", st.seconds},
-                {"kv_reuse_hit_rate", st.reuse_hit_rate},
-                {"kv_reused_blocks", st.reused_blocks},
-                {"kv_evicted_blocks", st.evicted_blocks},
-                {"kv_offloaded_blocks", st.offloaded_blocks},
-                {"kv_onboarded_blocks", st.onboarded_blocks},
-                {"pauses", st.pauses},
-                {"resumes", st.resumes}};
-  const std::string s = json{{"stats", stats}}.dump() + "\n";
-  std::fputs(s.c_str(), out);
-  if (out != stdout && std::fclose(out) != 0) return fail(ioError("writing " + output_file + " failed"));
+  if (Status s = rows->finish(); !s.isOk()) return fail(s);
+
+  const std::string stats = jsonLine(statsJson(llm.stats(), lines.size(), failed));
+  if (stats_out) {
+    Status s = stats_out->write(stats);
+    if (s.isOk()) s = stats_out->commit();
+    if (!s.isOk()) return fail(s);
+  } else {
+    std::fprintf(stderr, "llmrt: stats: %s", stats.c_str());
+  }
+  if (failed > 0)
+    std::fprintf(stderr, "llmrt: warning: %zu of %zu requests failed; their rows carry \"error\"\n", failed,
+                 lines.size());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "option_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"llmrt: LLM inference runtime"};
@@ -19,16 +20,8 @@ int main(int argc, char** argv) {
   };
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "llmrt: error: %s\n", e.what());
-    std::fprintf(stderr, "Run with --help for more information.\n");
-    return llmrt::cli::kExitUsage;
+    return llmrt::cli::reportParseError(app, e, "llmrt");
   }
   for (const auto& cmd : commands) {
     if (cmd.app->parsed()) {

@@ -17,37 +17,42 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+EngineConfig benchEngineDefaults() {
+  EngineConfig c;
+  c.kv_cache_config.enable_block_reuse = false;
+  return c;
+}
+
+SamplingParams benchSamplingDefaults() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.seed = 0;
+  return p;
+}
+
 void addEngineFlags(CLI::App* cmd, EngineFlags& f) {
-  cmd->add_option("--model", f.model, "HF model directory")->required();
-  cmd->add_option("--backend", f.backend, "cpu | cuda (default cuda)")->check(CLI::IsMember({"cpu", "cuda"}));
-  cmd->add_option("--dtype", f.dtype, "auto | bfloat16 | float16 | float32")
-      ->check(CLI::IsMember({"auto", "bfloat16", "float16", "float32"}));
-  cmd->add_option("--max-batch-size", f.max_batch_size, "Sequences in flight at once (default 256)");
-  cmd->add_option("--max-num-tokens", f.max_num_tokens, "Tokens computed per step (default 8192)");
-  cmd->add_option("--max-seq-len", f.max_seq_len, "Prompt + generated tokens (default: the model's limit)");
-  cmd->add_option("--kv-cache-free-gpu-memory-fraction", f.kv_fraction,
-                  "Fraction of free memory for the KV cache, in (0, 1) (default 0.9)");
-  cmd->add_option("--kv-cache-max-tokens", f.kv_max_tokens, "Upper bound on the KV cache size in tokens");
-  cmd->add_option("--kv-cache-dtype", f.kv_dtype, "auto | float32 | bfloat16 | float16 (default auto: the compute dtype)")
-      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
-  cmd->add_option("--overlap", f.overlap,
-                  "auto | on | off: launch step N+1 before step N's tokens are back (default auto: on with CUDA)")
-      ->check(CLI::IsMember({"auto", "on", "off"}));
-  cmd->add_option("--tokens-per-block", f.tokens_per_block,
-                  "KV cache block size, a power of two (default 32)");
-  cmd->add_flag("--enable-block-reuse", f.enable_block_reuse, "Reuse cached prefixes (default off)");
-  cmd->add_option("--scheduler-policy", f.scheduler_policy,
-                  "guaranteed_no_evict | max_utilization | static_batch")
-      ->check(CLI::IsMember({"guaranteed_no_evict", "max_utilization", "static_batch"}, CLI::ignore_case));
-  cmd->add_option("--threads", f.threads, "CPU backend threads (0 = all cores)");
-  cmd->add_option("--seed", f.seed, "Seed of the random prompts (default 0)");
-  cmd->add_option("--temperature", f.temperature, "Sampling temperature of every request (default 0: greedy)");
-  cmd->add_option("--top-k", f.top_k, "Top-k of every request (default 0: off)");
-  cmd->add_option("--top-p", f.top_p, "Top-p of every request (default 1: off)");
-  cmd->add_option("--repetition-penalty", f.repetition_penalty, "Repetition penalty of every request (default 1: off)");
-  cmd->add_option("--presence-penalty", f.presence_penalty, "Presence penalty of every request (default 0: off)");
-  cmd->add_option("--frequency-penalty", f.frequency_penalty, "Frequency penalty of every request (default 0: off)");
-  cmd->add_option("--log-level", f.log_level, "trace | debug | info | warning | error | off");
+  f.options.addEngineOptions(cmd, benchEngineDefaults());
+  cmd->get_option("--model")->required();
+  // The modes set the lengths and stops of every request themselves.
+  f.options.addSamplingOptions(cmd, benchSamplingDefaults(),
+                               {"max_tokens", "min_tokens", "n", "stop", "stop_token_ids", "ignore_eos", "logprobs",
+                                "skip_special_tokens", "include_stop_str_in_output"});
+  cmd->add_option("--prompt-seed", f.prompt_seed, "Seed of the random prompts (default 0)");
+  cmd->add_option("--log-level", f.log_level, "trace | debug | info | warning | error | off (default warning)");
+}
+
+Result<EngineConfig> engineConfigFromFlags(const EngineFlags& f) {
+  EngineConfig c = benchEngineDefaults();
+  LLMRT_RETURN_IF_ERROR(f.options.applyEngine(c));
+  LLMRT_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+Result<SamplingParams> samplingFromFlags(const EngineFlags& f) {
+  SamplingParams p = benchSamplingDefaults();
+  LLMRT_RETURN_IF_ERROR(f.options.applySampling(p));
+  LLMRT_RETURN_IF_ERROR(p.validate());
+  return p;
 }
 
 std::string formatNumber(double v) {
@@ -62,67 +67,12 @@ std::optional<std::string> checkRange(const std::string& flag, int64_t v, int64_
          std::to_string(hi) + "]";
 }
 
-std::optional<std::string> validateEngineFlags(const EngineFlags& f) {
-  if (auto e = checkRange("--max-batch-size", f.max_batch_size, 1, 1 << 20)) return e;
-  if (!(f.temperature >= 0.0f && f.temperature <= 100.0f))
-    return "--temperature has value " + formatNumber(f.temperature) + "; expected a number in [0, 100]";
-  if (auto e = checkRange("--top-k", f.top_k, 0, 1 << 30)) return e;
-  if (!(f.top_p > 0.0f && f.top_p <= 1.0f))
-    return "--top-p has value " + formatNumber(f.top_p) + "; expected a number in (0, 1]";
-  if (auto e = checkRange("--max-num-tokens", f.max_num_tokens, 1, int64_t{1} << 30)) return e;
-  if (auto e = checkRange("--max-seq-len", f.max_seq_len, 0, int64_t{1} << 30)) return e;
-  if (f.kv_max_tokens)
-    if (auto e = checkRange("--kv-cache-max-tokens", *f.kv_max_tokens, 1, int64_t{1} << 40)) return e;
-  if (f.kv_fraction && !(*f.kv_fraction > 0.0 && *f.kv_fraction < 1.0))
-    return "--kv-cache-free-gpu-memory-fraction has value " + formatNumber(*f.kv_fraction) +
-           "; expected a number in (0, 1)";
-  if (f.tokens_per_block < 1 || f.tokens_per_block > 65536 ||
-      (f.tokens_per_block & (f.tokens_per_block - 1)) != 0)
-    return "--tokens-per-block has value " + std::to_string(f.tokens_per_block) +
-           "; expected a power of two in [1, 65536]";
-  if (auto e = checkRange("--threads", f.threads, 0, 1024)) return e;
-  return std::nullopt;
-}
-
-LlmArgs makeLlmArgs(const EngineFlags& f) {
-  LlmArgs a;
-  a.model = f.model;
-  a.backend = f.backend;
-  a.dtype = f.dtype;
-  a.max_batch_size = f.max_batch_size;
-  a.max_num_tokens = f.max_num_tokens;
-  a.max_seq_len = f.max_seq_len;
-  a.num_threads = f.threads;
-  a.kv_cache_config.tokens_per_block = f.tokens_per_block;
-  a.kv_cache_config.dtype = f.kv_dtype;
-  a.overlap = f.overlap;
-  a.kv_cache_config.max_tokens = f.kv_max_tokens;
-  a.kv_cache_config.free_gpu_memory_fraction = f.kv_fraction;
-  a.kv_cache_config.enable_block_reuse = f.enable_block_reuse;
-  a.scheduler_config.capacity_scheduler_policy = *parseCapacitySchedulerPolicy(f.scheduler_policy);
-  return a;
-}
-
-json engineConfigJson(const EngineFlags& f) {
-  json j = {{"model", f.model},
-            {"backend", f.backend},
-            {"dtype", f.dtype},
-            {"max_batch_size", f.max_batch_size},
-            {"max_num_tokens", f.max_num_tokens},
-            {"max_seq_len", f.max_seq_len},
-            {"tokens_per_block", f.tokens_per_block},
-            {"enable_block_reuse", f.enable_block_reuse},
-            {"scheduler_policy", f.scheduler_policy},
-            {"threads", f.threads},
-            {"seed", f.seed},
-            {"temperature", f.temperature},
-            {"top_k", f.top_k},
-            {"top_p", f.top_p},
-            {"repetition_penalty", f.repetition_penalty},
-            {"presence_penalty", f.presence_penalty},
-            {"frequency_penalty", f.frequency_penalty}};
-  j["kv_cache_free_gpu_memory_fraction"] = f.kv_fraction ? json(*f.kv_fraction) : json(nullptr);
-  j["kv_cache_max_tokens"] = f.kv_max_tokens ? json(*f.kv_max_tokens) : json(nullptr);
+json engineConfigJson(const EngineConfig& c) {
+  json j = json::object();
+  for (const OptionInfo& o : engineOptionTable()) {
+    const std::string v = engineOptionValue(c, o.key);
+    j[std::string(o.key)] = v.empty() ? json(nullptr) : json(v);
+  }
   return j;
 }
 
@@ -151,10 +101,6 @@ json modelJson(const ModelConfig& m) {
           {"approx_params", params}};
 }
 
-int64_t effectiveMaxSeqLen(const EngineFlags& f, const ModelConfig& m) {
-  return f.max_seq_len > 0 ? f.max_seq_len : m.max_position_embeddings;
-}
-
 std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int64_t vocab) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<TokenId> dist(10, static_cast<TokenId>(vocab - 11));
@@ -168,18 +114,11 @@ std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int6
   return prompts;
 }
 
-SamplingParams benchSamplingParams(const EngineFlags& f, int max_tokens) {
-  SamplingParams sp;
-  sp.temperature = f.temperature;
-  sp.top_k = f.top_k;
-  sp.top_p = f.top_p;
-  sp.repetition_penalty = f.repetition_penalty;
-  sp.presence_penalty = f.presence_penalty;
-  sp.frequency_penalty = f.frequency_penalty;
+SamplingParams benchSamplingParams(const SamplingParams& base, int max_tokens) {
+  SamplingParams sp = base;
   sp.max_tokens = max_tokens;
   sp.min_tokens = 0;
   sp.ignore_eos = true;
-  sp.seed = 0;
   return sp;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "llmrt/llm.h"
+#include "option_flags.h"
 
 namespace llmrt::bench {
 
@@ -25,39 +26,25 @@ constexpr int kExitUsage = 2;
 // Prints "llmrt-bench: error: <message>" on stderr and returns `code`.
 int fail(const std::string& message, int code = kExitFailure);
 
-// Flags that shape the engine, shared by every mode.
+// Flags that shape the engine and the requests, shared by every mode: the option tables of
+// llmrt/config_options.h (the same flags as `llmrt generate`), with the bench's defaults:
+// block reuse off (benchmarks measure computation, not reuse) and greedy, seeded requests.
 struct EngineFlags {
-  std::string model;
-  std::string backend = "cuda";
-  std::string dtype = "auto";
+  cli::OptionFlags options;
   std::string log_level = "warning";
-  std::string scheduler_policy = "guaranteed_no_evict";
-  int max_batch_size = 256;
-  int64_t max_num_tokens = 8192;
-  int64_t max_seq_len = 0;               // 0 = the model's max_position_embeddings
-  std::optional<double> kv_fraction;     // --kv-cache-free-gpu-memory-fraction
-  std::optional<int64_t> kv_max_tokens;  // --kv-cache-max-tokens
-  int tokens_per_block = 32;
-  std::string kv_dtype = "auto";  // --kv-cache-dtype
-  std::string overlap = "auto";   // --overlap
-  bool enable_block_reuse = false;  // off: benchmarks measure computation, not reuse
-  int threads = 0;                  // CPU backend threads
-  uint32_t seed = 0;                // prompt generator seed
-  // Sampling of every request (default greedy); seeded, so runs repeat.
-  float temperature = 0.0f;
-  int top_k = 0;
-  float top_p = 1.0f;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
+  uint32_t prompt_seed = 0;  // --prompt-seed: the random prompts' generator
 };
 
-// Registers the engine flags on a subcommand.
+EngineConfig benchEngineDefaults();
+SamplingParams benchSamplingDefaults();
+
+// Registers the engine and sampling flags on a subcommand.
 void addEngineFlags(CLI::App* cmd, EngineFlags& f);
 
-// Checks the engine flags; an error message naming the flag, its value and the
-// allowed range, or nullopt when they are fine.
-std::optional<std::string> validateEngineFlags(const EngineFlags& f);
+// The engine config and the requests' sampling parameters the flags ask for, checked
+// (EngineConfig::validate / SamplingParams::validate); the message names the flag.
+Result<EngineConfig> engineConfigFromFlags(const EngineFlags& f);
+Result<SamplingParams> samplingFromFlags(const EngineFlags& f);
 
 // A number as %g prints it (for messages).
 std::string formatNumber(double v);
@@ -65,18 +52,15 @@ std::string formatNumber(double v);
 // "<flag> has value <v>; expected an integer in [lo, hi]" when v is outside, else nullopt.
 std::optional<std::string> checkRange(const std::string& flag, int64_t v, int64_t lo, int64_t hi);
 
-LlmArgs makeLlmArgs(const EngineFlags& f);
-json engineConfigJson(const EngineFlags& f);
+// The resolved engine config as JSON, keyed as the option table names its options.
+json engineConfigJson(const EngineConfig& c);
 json modelJson(const ModelConfig& m);
-
-// The longest prompt + output the engine accepts with these flags.
-int64_t effectiveMaxSeqLen(const EngineFlags& f, const ModelConfig& m);
 
 // `count` prompts of `len` random ids in [10, vocab - 10) from std::mt19937(seed).
 std::vector<Prompt> randomPrompts(uint32_t seed, size_t count, int64_t len, int64_t vocab);
 
-// Greedy, ignore_eos, exactly `max_tokens` tokens.
-SamplingParams benchSamplingParams(const EngineFlags& f, int max_tokens);
+// `base` with ignore_eos and exactly `max_tokens` tokens.
+SamplingParams benchSamplingParams(const SamplingParams& base, int max_tokens);
 
 // One generate() call with every token time-stamped on arrival (the engine's
 // loop thread calls the TokenCallback as each step's tokens are ready).

@@ -53,16 +53,8 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "llmrt-bench: error: %s\n", e.what());
-    std::fprintf(stderr, "Run with --help for more information.\n");
-    return kExitUsage;
+    return llmrt::cli::reportParseError(app, e, "llmrt-bench");
   }
   try {
     if (lat->parsed()) return runLatency(ef, lf);

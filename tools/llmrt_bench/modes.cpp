@@ -15,18 +15,22 @@ constexpr int64_t kMaxLen = int64_t{1} << 24;
 // A created engine and what every mode reports about it.
 struct Engine {
   std::unique_ptr<LLM> llm;
+  SamplingParams sampling;  // the requests' sampling parameters (lengths set per mode)
   double load_s = 0.0;
 };
 
-// Validates the engine flags, sets the log level and creates the engine.
-// Returns the exit code on failure.
+// Checks every flag, sets the log level and creates the engine. Returns the exit code on failure.
 std::variant<Engine, int> openEngine(const EngineFlags& ef) {
-  if (auto e = validateEngineFlags(ef)) return fail(*e, kExitUsage);
   if (Status s = setLogLevelByName(ef.log_level); !s.isOk())
     return fail("--log-level: " + s.message(), kExitUsage);
+  auto config = engineConfigFromFlags(ef);
+  if (!config.isOk()) return fail(config.status().message(), kExitUsage);
+  auto sampling = samplingFromFlags(ef);
+  if (!sampling.isOk()) return fail(sampling.status().message(), kExitUsage);
   Engine eng;
+  eng.sampling = *sampling;
   const auto t0 = Clock::now();
-  auto llm = LLM::create(makeLlmArgs(ef));
+  auto llm = LLM::create(*config);
   if (!llm.isOk()) return fail(llm.status().message());
   eng.load_s = msBetween(t0, Clock::now()) / 1e3;
   eng.llm = std::move(*llm);
@@ -37,17 +41,22 @@ std::variant<Engine, int> openEngine(const EngineFlags& ef) {
   return eng;
 }
 
-// Prompt + output must fit the sequence length the engine is configured for.
-std::optional<std::string> checkSeqLen(const EngineFlags& ef, const ModelConfig& m, int64_t in, int64_t out) {
-  const int64_t limit = effectiveMaxSeqLen(ef, m);
+// Prompt + output must fit the sequence length the engine runs with.
+std::optional<std::string> checkSeqLen(LLM& llm, int64_t in, int64_t out) {
+  const int64_t limit = llm.executor().config().max_seq_len;
   if (in + out <= limit) return std::nullopt;
   return "--input-len " + std::to_string(in) + " + --output-len " + std::to_string(out) + " = " +
          std::to_string(in + out) + " exceeds the max sequence length " + std::to_string(limit) +
          " (--max-seq-len, or the model's max_position_embeddings)";
 }
 
-json header(const char* mode, const EngineFlags& ef, const LLM& llm, json mode_config) {
-  json config = engineConfigJson(ef);
+json header(const char* mode, const EngineFlags& ef, LLM& llm, const SamplingParams& sp, json mode_config) {
+  json config = engineConfigJson(llm.executor().config());
+  config["prompt_seed"] = ef.prompt_seed;
+  for (const OptionInfo& o : samplingOptionTable()) {
+    const std::string v = samplingOptionValue(sp, o.key);
+    config["sampling"][std::string(o.key)] = v.empty() ? json(nullptr) : json(v);
+  }
   for (auto& [k, v] : mode_config.items()) config[k] = v;
   config["model_config"] = modelJson(llm.modelConfig());
   return {{"mode", mode}, {"config", config}};
@@ -65,11 +74,11 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
   Engine& eng = std::get<Engine>(opened);
   LLM& llm = *eng.llm;
   const ModelConfig& m = llm.modelConfig();
-  if (auto e = checkSeqLen(ef, m, f.input_len, f.output_len)) return fail(*e, kExitUsage);
+  if (auto e = checkSeqLen(llm, f.input_len, f.output_len)) return fail(*e, kExitUsage);
 
   const auto prompts =
-      randomPrompts(ef.seed, static_cast<size_t>(f.warmup + f.iters), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(ef, static_cast<int>(f.output_len));
+      randomPrompts(ef.prompt_seed, static_cast<size_t>(f.warmup + f.iters), f.input_len, m.vocab_size);
+  const SamplingParams sp = benchSamplingParams(eng.sampling, static_cast<int>(f.output_len));
   std::vector<double> ttft, itl, e2e, per_iter_decode;
   LlmStats before = llm.stats();
   for (int64_t it = 0; it < f.warmup + f.iters; ++it) {
@@ -88,7 +97,7 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
   const LlmStats st = statsDelta(llm.stats(), before);
 
   const double ms_per_token = mean(itl);
-  json j = header("latency", ef, llm,
+  json j = header("latency", ef, llm, sp,
                   {{"input_len", f.input_len},
                    {"output_len", f.output_len},
                    {"warmup", f.warmup},
@@ -114,7 +123,7 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
                "  decode          %8.3f ms/token = %.1f tok/s\n"
                "  ITL             p50 %8.3f ms   p90 %8.3f ms   p99 %8.3f ms   max %8.3f ms\n"
                "  end to end      mean %8.1f ms   (%llu steps)\n",
-               ef.model.c_str(), static_cast<long long>(f.input_len), static_cast<long long>(f.output_len),
+               llm.executor().config().model.c_str(), static_cast<long long>(f.input_len), static_cast<long long>(f.output_len),
                static_cast<long long>(f.iters), static_cast<long long>(f.warmup), eng.load_s, mean(ttft),
                percentile(ttft, 50), minOf(ttft), ms_per_token,
                ms_per_token > 0 ? 1000.0 / ms_per_token : 0.0, percentile(itl, 50), percentile(itl, 90),
@@ -132,11 +141,11 @@ int runPrefill(const EngineFlags& ef, const PrefillFlags& f) {
   Engine& eng = std::get<Engine>(opened);
   LLM& llm = *eng.llm;
   const ModelConfig& m = llm.modelConfig();
-  if (auto e = checkSeqLen(ef, m, f.input_len, 1)) return fail(*e, kExitUsage);
+  if (auto e = checkSeqLen(llm, f.input_len, 1)) return fail(*e, kExitUsage);
 
   const auto prompts =
-      randomPrompts(ef.seed, static_cast<size_t>(f.warmup + f.iters), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(ef, 1);
+      randomPrompts(ef.prompt_seed, static_cast<size_t>(f.warmup + f.iters), f.input_len, m.vocab_size);
+  const SamplingParams sp = benchSamplingParams(eng.sampling, 1);
   std::vector<double> ttft;
   LlmStats before = llm.stats();
   for (int64_t it = 0; it < f.warmup + f.iters; ++it) {
@@ -149,7 +158,7 @@ int runPrefill(const EngineFlags& ef, const PrefillFlags& f) {
   const PrefillFlops flops = prefillFlops(m, f.input_len);
   const double n = static_cast<double>(f.input_len);
   const double mean_ms = mean(ttft), min_ms = minOf(ttft);
-  json j = header("prefill", ef, llm,
+  json j = header("prefill", ef, llm, sp,
                   {{"input_len", f.input_len},
                    {"output_len", 1},
                    {"warmup", f.warmup},
@@ -174,7 +183,7 @@ int runPrefill(const EngineFlags& ef, const PrefillFlags& f) {
                "  tokens/s        mean %10.1f     best %10.1f\n"
                "  model FLOPs     %.4g (linear %.4g + attention %.4g)\n"
                "  model TFLOP/s   mean %8.2f       best %8.2f   (%llu steps)\n",
-               ef.model.c_str(), static_cast<long long>(f.input_len), static_cast<long long>(f.iters),
+               llm.executor().config().model.c_str(), static_cast<long long>(f.input_len), static_cast<long long>(f.iters),
                static_cast<long long>(f.warmup), eng.load_s, mean_ms, min_ms, n / mean_ms * 1e3,
                n / min_ms * 1e3, flops.total(), flops.linear, flops.attention,
                flops.total() / (mean_ms * 1e-3) / 1e12, flops.total() / (min_ms * 1e-3) / 1e12,
@@ -197,17 +206,17 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
   Engine& eng = std::get<Engine>(opened);
   LLM& llm = *eng.llm;
   const ModelConfig& m = llm.modelConfig();
-  if (auto e = checkSeqLen(ef, m, f.input_len, f.output_len)) return fail(*e, kExitUsage);
+  if (auto e = checkSeqLen(llm, f.input_len, f.output_len)) return fail(*e, kExitUsage);
 
   // Warm-up: `warmup` short requests (the same prompt length, 4 tokens) in one batch.
   if (f.warmup > 0) {
     const auto warm =
-        randomPrompts(ef.seed + 1000003u, static_cast<size_t>(f.warmup), f.input_len, m.vocab_size);
-    auto run = runTimed(llm, warm, benchSamplingParams(ef, static_cast<int>(std::min<int64_t>(4, f.output_len))));
+        randomPrompts(ef.prompt_seed + 1000003u, static_cast<size_t>(f.warmup), f.input_len, m.vocab_size);
+    auto run = runTimed(llm, warm, benchSamplingParams(eng.sampling, static_cast<int>(std::min<int64_t>(4, f.output_len))));
     if (!run.isOk()) return fail("warm-up: " + run.status().message());
   }
-  const auto prompts = randomPrompts(ef.seed, static_cast<size_t>(f.num_requests), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(ef, static_cast<int>(f.output_len));
+  const auto prompts = randomPrompts(ef.prompt_seed, static_cast<size_t>(f.num_requests), f.input_len, m.vocab_size);
+  const SamplingParams sp = benchSamplingParams(eng.sampling, static_cast<int>(f.output_len));
   const LlmStats before = llm.stats();
   auto run = runTimed(llm, prompts, sp, f.progress_s);
   if (!run.isOk()) return fail(run.status().message());
@@ -227,7 +236,7 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
   const double out_tps = static_cast<double>(out_tokens) / wall_s;
   const double total_tps = static_cast<double>(out_tokens + in_tokens) / wall_s;
   const double rps = static_cast<double>(f.num_requests) / wall_s;
-  json j = header("throughput", ef, llm,
+  json j = header("throughput", ef, llm, sp,
                   {{"num_requests", f.num_requests},
                    {"input_len", f.input_len},
                    {"output_len", f.output_len},
@@ -262,8 +271,9 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
       "  end to end      mean %9.1f ms   p99 %9.1f ms\n"
       "  engine          %llu steps, %.1f generated tokens/step, %llu context tokens, busy %.2f s "
       "(GPU %.2f s), %llu pauses\n",
-      ef.model.c_str(), static_cast<long long>(f.num_requests), static_cast<long long>(f.input_len),
-      static_cast<long long>(f.output_len), ef.max_batch_size, static_cast<long long>(ef.max_num_tokens),
+      llm.executor().config().model.c_str(), static_cast<long long>(f.num_requests), static_cast<long long>(f.input_len),
+      static_cast<long long>(f.output_len), llm.executor().config().max_batch_size,
+      static_cast<long long>(llm.executor().config().max_num_tokens),
       eng.load_s, wall_s, static_cast<unsigned long long>(out_tokens), out_tps,
       static_cast<unsigned long long>(out_tokens + in_tokens), total_tps, rps, mean(ttft),
       percentile(ttft, 50), percentile(ttft, 99), mean(itl), percentile(itl, 50), percentile(itl, 99),
