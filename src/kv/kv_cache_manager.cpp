@@ -23,7 +23,7 @@ Result<std::unique_ptr<KvCacheManager>> KvCacheManager::create(const KvCacheConf
                                                                int32_t num_primary_blocks,
                                                                int32_t num_secondary_blocks,
                                                                KvCacheManagerOptions options) {
-  LLMRT_RETURN_IF_ERROR(config.validate());
+  assert(config.validate().isOk() && "KvCacheManager::create takes a validated KvCacheConfig");
   if (num_primary_blocks <= 0)
     return fieldError(kWhere, "num_primary_blocks", std::to_string(num_primary_blocks), "> 0");
   if (num_secondary_blocks < 0)
@@ -167,7 +167,8 @@ Result<AddSequenceResult> KvCacheManager::addSequence(SequenceId id, std::span<c
   if (options.num_prompt_tokens && (*options.num_prompt_tokens < 1 || *options.num_prompt_tokens > plen))
     return fieldError(kWhere, "num_prompt_tokens", std::to_string(*options.num_prompt_tokens),
                       strprintf("1..%lld (the prompt's length)", static_cast<long long>(plen)));
-  if (options.retention) LLMRT_RETURN_IF_ERROR(options.retention->validate().withContext("addSequence"));
+  // (A request's retention config is validated once, with the request: Executor's intake.)
+  assert(!options.retention || options.retention->validate().isOk());
   for (size_t i = 0; i < options.extras.multimodal.size(); ++i) {
     const MultimodalInput& mm = options.extras.multimodal[i];
     if (mm.start < 0 || mm.length <= 0 || static_cast<int64_t>(mm.start) + mm.length > plen)

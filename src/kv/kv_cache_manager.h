@@ -163,8 +163,9 @@ struct KvBlockInfo {
 
 class KvCacheManager {
  public:
-  // Builds a manager with explicit pool sizes (secondary 0 = no host pool).
-  // Fails on an invalid config or non-positive primary size.
+  // Builds a manager with explicit pool sizes (secondary 0 = no host pool). `config` is a
+  // validated one (KvCacheConfig::validate, run once where the configuration enters: Executor::
+  // create). Fails on a non-positive primary size or bad options.
   static Result<std::unique_ptr<KvCacheManager>> create(const KvCacheConfig& config,
                                                         int32_t num_primary_blocks,
                                                         int32_t num_secondary_blocks,

@@ -1,6 +1,7 @@
 #include "kv/kv_cache_sizing.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "core/logging.h"
@@ -44,7 +45,7 @@ uint64_t KvCacheLayout::bytesPerToken() const {
 
 Result<KvCacheSizing> computeKvCacheSizing(const KvCacheConfig& config, const KvCacheLayout& layout,
                                            const KvMemoryReporter& memory) {
-  LLMRT_RETURN_IF_ERROR(config.validate());
+  assert(config.validate().isOk() && "computeKvCacheSizing takes a validated KvCacheConfig");
   LLMRT_RETURN_IF_ERROR(layout.validate());
   const int32_t tpb = config.tokens_per_block;
   KvCacheSizing s;

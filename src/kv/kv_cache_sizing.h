@@ -50,8 +50,9 @@ struct KvCacheSizing {
 // Primary blocks = floor(fraction * free_bytes / bytes_per_block), fraction =
 // free_gpu_memory_fraction (0.9 when unset); when max_tokens is set too, the
 // smaller of that and ceil(max_tokens / T). Secondary blocks =
-// floor(host_cache_size / bytes_per_block). Fails (InvalidArgument) on a bad
-// config or layout, and (ResourceExhausted) when not even one block fits.
+// floor(host_cache_size / bytes_per_block). `config` is a validated one
+// (KvCacheConfig::validate). Fails (InvalidArgument) on a bad layout, and
+// (ResourceExhausted) when not even one block fits.
 Result<KvCacheSizing> computeKvCacheSizing(const KvCacheConfig& config, const KvCacheLayout& layout,
                                            const KvMemoryReporter& memory);
 
