@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "llmrt/status.h"
+#include "llmrt/util.h"
 
 namespace llmrt {
 
@@ -30,11 +31,8 @@ struct JsonParseLimits {
 // (named with its JSON path).
 Result<Json> parseJson(std::string_view text, std::string_view where, const JsonParseLimits& limits = {});
 
-// Text from a file or a user (a key, a tensor name, a parser's message) made safe for a one-line
-// message: newlines, tabs and carriage returns escaped as \n \t \r, other control characters and
-// bytes that start no valid UTF-8 character as \xNN,
-// cut at a character boundary to about `max_bytes` ("..." appended).
-std::string printableText(std::string_view s, size_t max_bytes = 200);
+// printableText (declared in llmrt/util.h for front ends, implemented here): text from a file or a
+// user made safe for a one-line message, bounded.
 
 // ---- typed access (every JSON reader of llmrt: config files, tokenizer.json, requests) ----
 // The member `key` of `obj`, or null when `obj` is not an object or has no such key.

@@ -52,23 +52,4 @@ std::string defaultModelDir() {
   return LLMRT_DEFAULT_MODEL_DIR;  // the source tree this binary was built from
 }
 
-std::string oneLine(std::string_view message) {
-  std::string out;
-  out.reserve(message.size());
-  for (unsigned char c : message) {
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 }  // namespace llmrt::cli

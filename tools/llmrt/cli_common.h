@@ -42,8 +42,5 @@ Command addPerplexityCommand(CLI::App& app);
 std::string defaultModelDir();
 
 
-// `message` with control characters (newlines included) escaped as \n, \xHH,
-// so that an error naming user data stays on one line.
-std::string oneLine(std::string_view message);
 
 }  // namespace llmrt::cli

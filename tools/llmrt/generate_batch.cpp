@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "cli_common.h"
+#include "llmrt/util.h"
 #include "llmrt/file_io.h"
 #include "llmrt/request_json.h"
 #include "result_json.h"
@@ -89,20 +90,20 @@ int runGenerateBatch(LLM& llm, const SamplingParams& defaults, const std::string
   const std::string name = from_stdin ? "<stdin>" : input_file;
   auto text =
       from_stdin ? readStandardInput(kMaxTextFileBytes) : readRegularFile(input_file, kMaxTextFileBytes);
-  if (!text.isOk()) return fail(oneLine(text.status().message()));
+  if (!text.isOk()) return fail(printableText(text.status().message(), 1000));
   // Whole-run errors: NUL bytes, no requests, no line a JSON object. A bad line is its own error row.
   auto parsed = parseJsonLinesRequests(*text, defaults, name);
-  if (!parsed.isOk()) return fail(oneLine(parsed.status().message()));
+  if (!parsed.isOk()) return fail(printableText(parsed.status().message(), 1000));
   std::vector<JsonLineRequest> lines = std::move(parsed).value();
   text = std::string();  // the requests hold what they need
 
   // Create the output files before the run, so an unwritable path fails at once.
   auto rows = RowSink::open(output_file);
-  if (!rows.isOk()) return fail(oneLine(rows.status().message()));
+  if (!rows.isOk()) return fail(printableText(rows.status().message(), 1000));
   std::optional<AtomicFileWriter> stats_out;
   if (!stats_file.empty()) {
     auto w = AtomicFileWriter::open(stats_file);
-    if (!w.isOk()) return fail(oneLine(w.status().message()));
+    if (!w.isOk()) return fail(printableText(w.status().message(), 1000));
     stats_out.emplace(std::move(w).value());
   }
 
