@@ -129,7 +129,10 @@ std::string show(const std::optional<T>& v) {
 }
 std::string show(const std::vector<int32_t>& v) {
   std::string s;
-  for (int32_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (int32_t x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return s;
 }
 std::string show(const std::vector<std::string>& v) {

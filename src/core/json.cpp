@@ -99,7 +99,9 @@ class LimitedDomBuilder {
           p += f.key;
         }
       } else if (!f.value->empty()) {
-        p += "[" + std::to_string(f.value->size() - 1) + "]";
+        p += '[';
+        p += std::to_string(f.value->size() - 1);
+        p += ']';
       }
       if (p.size() > 200) break;
     }

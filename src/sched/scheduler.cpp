@@ -120,7 +120,7 @@ Status Scheduler::scheduleGeneration(Context& ctx) {
     while (r->state == SchedState::kGeneration) {
       LLMRT_ASSIGN_OR_RETURN(KvAllocStatus st, kv_.appendToken(r->id, r->tokens.back()));
       if (st == KvAllocStatus::kOk) {
-        ctx.plan.sequences.push_back({r, 1, false, true});
+        ctx.plan.sequences.emplace_back(r, 1, false, true);
         ctx.planned.push_back(r);
         ctx.budget -= 1;
         ctx.plan.num_generation_tokens += 1;
@@ -218,7 +218,7 @@ Status Scheduler::scheduleContextChunks(Context& ctx) {
       }
       if (st == KvAllocStatus::kOk) {
         const bool last = computed + chunk == static_cast<int32_t>(r->tokens.size());
-        ctx.plan.sequences.push_back({r, chunk, true, last});
+        ctx.plan.sequences.emplace_back(r, chunk, true, last);
         ctx.planned.push_back(r);
         ctx.budget -= chunk;
         ctx.plan.num_context_tokens += chunk;

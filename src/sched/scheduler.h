@@ -85,6 +85,9 @@ struct SchedRequest {
 };
 
 struct ScheduledSequence {
+  ScheduledSequence() = default;
+  ScheduledSequence(SchedRequest* r, int32_t n, bool context, bool sampled)
+      : request(r), num_tokens(n), is_context(context), sample(sampled) {}
   SchedRequest* request = nullptr;
   int32_t num_tokens = 0;  // tokens to compute this step
   bool is_context = false;
