@@ -121,6 +121,11 @@ struct ExecutorStats {
   double busy_seconds = 0.0;    // wall time of the steps (scheduling, model, bookkeeping)
   double device_seconds = 0.0;  // the GPU's time in those steps (0 on the CPU backend)
   uint64_t overlapped_steps = 0;  // steps launched before the previous step's tokens were back
+  // Requests now (gauges, as of the last step): running (a sequence holds KV and computes),
+  // waiting (queued or not admitted yet; never ran) and paused (evicted by MAX_UTILIZATION, none running).
+  int32_t num_running_requests = 0;
+  int32_t num_waiting_requests = 0;
+  int32_t num_paused_requests = 0;
   // KV cache
   int32_t kv_total_blocks = 0;
   int32_t kv_free_blocks = 0;

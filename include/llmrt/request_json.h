@@ -51,6 +51,11 @@ inline constexpr int64_t kMaxRetentionDurationMs = (int64_t{1} << 53) - 1;
 Result<JsonRequest> parseJsonRequest(std::string_view text, const SamplingParams& defaults,
                                      std::string_view where);
 
+// Parses `text` as one JSON object for a request format of a front end (the server's bodies):
+// nesting limited to `max_depth`, duplicate keys rejected. ParseError starting with `where`,
+// bounded to kMaxRequestErrorChars, for malformed JSON or another JSON type.
+Result<nlohmann::json> parseJsonObject(std::string_view text, std::string_view where, int max_depth = 64);
+
 // One non-blank line of a JSON-lines request file.
 struct JsonLineRequest {
   int line = 0;                        // 1-based line number in the text

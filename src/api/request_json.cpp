@@ -300,6 +300,14 @@ Result<JsonRequest> parseJsonRequest(std::string_view text, const SamplingParams
   return readJsonRequest(*parsed, defaults, at);
 }
 
+Result<Json> parseJsonObject(std::string_view text, std::string_view where, int max_depth) {
+  const std::string at = where.empty() ? "request" : std::string(where);
+  auto parsed = parseJson(text, at, JsonParseLimits{.max_depth = max_depth, .reject_duplicate_keys = true});
+  if (!parsed.isOk()) return boundedMessage(parsed.status());
+  if (!parsed->is_object()) return parseError(at + ": expected a JSON object, got " + jsonSnippet(*parsed, 80));
+  return std::move(*parsed);
+}
+
 Result<std::vector<JsonLineRequest>> parseJsonLinesRequests(std::string_view text,
                                                             const SamplingParams& defaults,
                                                             std::string_view name) {

@@ -146,7 +146,9 @@ std::vector<KvCacheEvent> Executor::getKvCacheEvents(std::optional<std::chrono::
 
 ExecutorStats Executor::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->stats;
+  ExecutorStats s = impl_->stats;
+  s.num_waiting_requests += static_cast<int32_t>(impl_->pending.size());  // not taken by the loop yet
+  return s;
 }
 
 size_t Executor::numActiveRequests() const {

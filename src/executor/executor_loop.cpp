@@ -212,7 +212,22 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   const double device_seconds = engine->backend().deviceStepSeconds();
   // The KV cache manager is touched on this thread only; its events go to the clients' queue.
   std::vector<KvCacheEvent> new_events = scheduler->drainKvEvents();
+  int32_t running = 0, waiting = 0, paused = 0;
+  for (auto& [id, r] : active) {
+    bool any_running = false, any_paused = false;
+    for (auto& s : r->seqs) {
+      if (s->finish != FinishReason::kNone) continue;
+      any_running |= s->sched.state == SchedState::kContext || s->sched.state == SchedState::kGeneration;
+      any_paused |= s->sched.state == SchedState::kPaused;
+    }
+    if (any_running) ++running;
+    else if (any_paused) ++paused;
+    else ++waiting;
+  }
   std::lock_guard<std::mutex> lock(mu);
+  stats.num_running_requests = running;
+  stats.num_waiting_requests = waiting;
+  stats.num_paused_requests = paused;
   if (!new_events.empty()) {
     const size_t max_events = static_cast<size_t>(scheduler->kvCache().config().event_buffer_max_size);
     for (KvCacheEvent& e : new_events) kv_events.push_back(std::move(e));
