@@ -10,16 +10,17 @@ declare -A allowed=(
   [core]=""
   [loader]="core"
   [tokenizer]="core"
+  [template]="core"
   [sampling]="core"
   [kv]="core"
   [backend]="core"
   [model]="core loader backend"
   [sched]="core kv"
-  [runtime]="core loader tokenizer sampling kv backend model"
-  [executor]="core loader tokenizer sampling kv backend model sched runtime"
-  [api]="core loader tokenizer sampling kv backend model sched runtime executor"
+  [runtime]="core loader tokenizer template sampling kv backend model"
+  [executor]="core loader tokenizer template sampling kv backend model sched runtime"
+  [api]="core loader tokenizer template sampling kv backend model sched runtime executor"
 )
-layers="core loader tokenizer sampling kv backend model sched runtime executor api"
+layers="core loader tokenizer template sampling kv backend model sched runtime executor api"
 fail=0
 for layer in $layers; do
   [[ -d src/$layer ]] || continue
@@ -40,7 +41,7 @@ done
 if [[ -d tools ]]; then
   while IFS= read -r line; do
     echo "layering: front end includes an internal header: $line"; fail=1
-  done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*"(core|loader|tokenizer|sampling|kv|backend|model|sched|runtime|executor)/' tools || true)
+  done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*"(core|loader|tokenizer|template|sampling|kv|backend|model|sched|runtime|executor)/' tools || true)
 fi
 # CUDA headers only in src/backend/cuda.
 while IFS= read -r line; do
