@@ -4,6 +4,7 @@
 //   llmrt-bench latency    --model DIR --input-len 128 --output-len 128
 //   llmrt-bench prefill    --model DIR --input-len 2048
 //   llmrt-bench throughput --model DIR --num-requests 512 --input-len 128 --output-len 128
+//   llmrt-bench serve      --base-url http://127.0.0.1:8000 --concurrency 1,8,64 --plot sweep.png
 //
 // Each prints a readable summary on stderr and one JSON line on stdout:
 //   {"mode": ..., "config": {...}, "results": {...}}
@@ -14,6 +15,7 @@
 
 #include "bench_common.h"
 #include "modes.h"
+#include "serve_bench.h"
 
 int main(int argc, char** argv) {
   using namespace llmrt::bench;
@@ -51,6 +53,10 @@ int main(int argc, char** argv) {
   thr->add_option("--progress-interval", tf.progress_s,
                   "Seconds between progress lines on stderr (0 = none, default 10)");
 
+  ServeBenchFlags sf;
+  auto* srv = app.add_subcommand("serve", "Load a running OpenAI-compatible server: TTFT, TPOT, ITL, E2E, throughput, goodput");
+  addServeBenchFlags(srv, sf);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,6 +66,7 @@ int main(int argc, char** argv) {
     if (lat->parsed()) return runLatency(ef, lf);
     if (pre->parsed()) return runPrefill(ef, pf);
     if (thr->parsed()) return runThroughput(ef, tf);
+    if (srv->parsed()) return runServeBench(sf);
   } catch (const std::exception& e) {
     return fail(std::string("internal error: ") + e.what());
   }
