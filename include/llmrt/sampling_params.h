@@ -9,6 +9,8 @@
 //     - frequency_penalty and presence_penalty (OpenAI style), over generated
 //       tokens only: logit -= frequency_penalty * count + presence_penalty * (count > 0).
 //     Applied in that order (repetition first), as vLLM does.
+//     - logit_bias (OpenAI): a bias added to the listed ids' logits after the penalties
+//       (-100 bans a token in practice, +100 forces it).
 //  2. min_tokens: while fewer than min_tokens tokens have been generated, the
 //     stop_token_ids and the model's EOS ids (unless ignore_eos) are masked to -inf.
 //  3. Log-probabilities (when `logprobs` is set) are log_softmax of the logits
@@ -47,6 +49,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llmrt/status.h"
@@ -56,6 +59,8 @@ namespace llmrt {
 struct SamplingParams {
   // Largest accepted `logprobs` (number of top alternatives), as OpenAI's API.
   static constexpr int kMaxLogprobs = 20;
+  // Largest |bias| of logit_bias, as OpenAI's API.
+  static constexpr float kMaxLogitBias = 100.0f;
   // Largest accepted `n`.
   static constexpr int kMaxN = 128;
   // Presence / frequency penalties must lie in [-kMaxAbsPenalty, kMaxAbsPenalty] (OpenAI).
@@ -78,6 +83,8 @@ struct SamplingParams {
   bool ignore_eos = false;              // EOS ids neither stop nor get masked
   std::vector<int32_t> stop_token_ids;  // extra ids that end a sequence (each in [0, vocab))
   std::vector<std::string> stop;        // stop strings (non-empty), checked by the runtime
+  // (token id, bias) pairs with distinct ids in [0, vocab), biases finite in [-kMaxLogitBias, kMaxLogitBias].
+  std::vector<std::pair<int32_t, float>> logit_bias;
   bool include_stop_str_in_output = false;
 
   // Log-probabilities: none = not reported; k >= 0 reports the chosen token's
@@ -95,6 +102,7 @@ struct SamplingParams {
   bool usesRepetitionPenalty() const { return repetition_penalty != 1.0f; }
   bool usesOutputPenalties() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   bool usesPenalties() const { return usesRepetitionPenalty() || usesOutputPenalties(); }
+  bool usesLogitBias() const { return !logit_bias.empty(); }
 };
 
 }  // namespace llmrt

@@ -32,11 +32,12 @@ struct RowSampling {
   int32_t pending_src = -1;
 };
 
-// A distinct token of a sequence's prompt or output, for the penalties.
+// A distinct token of a sequence's prompt or output (for the penalties) or of its logit_bias.
 struct PenaltyToken {
   int32_t token = 0;
   int32_t generated_count = 0;  // occurrences in the generated text
   int32_t in_prompt = 0;        // 1 when it occurs in the prompt
+  float bias = 0.0f;            // logit_bias, added after the penalties
 };
 
 // What sampleRows returns for one row.

@@ -33,7 +33,21 @@ void DeviceSamplingBatch::add(const SamplingParams& params, const SequenceSampli
   r.penalty_begin = static_cast<int32_t>(penalties_.size());
   if (penaltiesApply(params, state)) {
     for (const SequenceSamplingState::TokenStat& s : state.tokenStats())
-      penalties_.push_back(PenaltyToken{s.token, s.generated_count, s.in_prompt ? 1 : 0});
+      penalties_.push_back(PenaltyToken{s.token, s.generated_count, s.in_prompt ? 1 : 0, 0.0f});
+  }
+  // logit_bias: on the token's penalty entry when it has one, else an entry of its own (listed
+  // tokens are distinct; a bias of 0 adds nothing).
+  if (params.usesLogitBias()) {
+    const size_t listed = penalties_.size();
+    for (const auto& [id, bias] : params.logit_bias) {
+      bool found = false;
+      for (size_t j = static_cast<size_t>(r.penalty_begin); j < listed && !found; ++j)
+        if (penalties_[j].token == id) {
+          penalties_[j].bias = bias;
+          found = true;
+        }
+      if (!found) penalties_.push_back(PenaltyToken{id, 0, 0, bias});
+    }
   }
   r.penalty_count = static_cast<int32_t>(penalties_.size()) - r.penalty_begin;
   r.pending_src = params.usesPenalties() ? pending_src : -1;  // (only the penalties read the pending token's id)

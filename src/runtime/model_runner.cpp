@@ -34,7 +34,7 @@ ModelRunner::StepNeeds ModelRunner::needsOf(std::span<const StepSequence> seqs) 
 
 bool ModelRunner::plainGreedy(const StepSequence& s) {
   const SamplingParams& p = *s.params;
-  return p.isGreedy() && !p.usesRepetitionPenalty() && !p.usesOutputPenalties() && !p.logprobs &&
+  return p.isGreedy() && !p.usesRepetitionPenalty() && !p.usesOutputPenalties() && !p.usesLogitBias() && !p.logprobs &&
          (p.min_tokens == 0 || s.state->numGenerated() >= p.min_tokens);
 }
 

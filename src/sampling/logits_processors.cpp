@@ -39,6 +39,11 @@ void applyPenalties(std::span<float> logits, const SamplingParams& params,
   }
 }
 
+void applyLogitBias(std::span<float> logits, const SamplingParams& params) {
+  for (const auto& [id, bias] : params.logit_bias)
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] += bias;
+}
+
 void applyMinTokensMask(std::span<float> logits, const SamplingParams& params,
                         const SequenceSamplingState& state, std::span<const int32_t> eos_ids) {
   if (state.numGenerated() >= params.min_tokens) return;

@@ -23,6 +23,9 @@ bool minTokensMaskApplies(const SamplingParams& params, const SequenceSamplingSt
 void applyPenalties(std::span<float> logits, const SamplingParams& params,
                     const SequenceSamplingState& state);
 
+// Adds params.logit_bias to the listed ids (after applyPenalties). Ids outside `logits` are ignored.
+void applyLogitBias(std::span<float> logits, const SamplingParams& params);
+
 // While state.numGenerated() < params.min_tokens: sets the logits of
 // params.stop_token_ids and of `eos_ids` (unless params.ignore_eos) to -inf.
 void applyMinTokensMask(std::span<float> logits, const SamplingParams& params,

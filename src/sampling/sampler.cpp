@@ -103,11 +103,13 @@ Status Sampler::prepare(const float* logits, int64_t vocab, const SamplingParams
   w_ = logits;
   const bool penalties = penaltiesApply(params, state);
   const bool mask = minTokensMaskApplies(params, state, eos_ids);
-  if (penalties || mask) {
+  const bool bias = params.usesLogitBias();
+  if (penalties || mask || bias) {
     if (processed_.size() < v) processed_.resize(v);
     std::memcpy(processed_.data(), logits, v * sizeof(float));
     const std::span<float> span(processed_.data(), v);
     if (penalties) applyPenalties(span, params, state);
+    if (bias) applyLogitBias(span, params);
     if (mask) applyMinTokensMask(span, params, state, eos_ids);
     w_ = processed_.data();
   }

@@ -54,6 +54,20 @@ Status SamplingParams::validate(std::optional<int64_t> vocab_size) const {
                             : std::string("a token id >= 0"));
     }
   }
+  for (size_t i = 0; i < logit_bias.size(); ++i) {
+    const auto& [id, bias] = logit_bias[i];
+    if (id < 0 || (vocab_size && id >= *vocab_size)) {
+      return bad(strprintf("logit_bias[%zu]", i), std::to_string(id),
+                 vocab_size ? strprintf("a token id in [0, %lld)", static_cast<long long>(*vocab_size))
+                            : std::string("a token id >= 0"));
+    }
+    if (!(std::fabs(bias) <= kMaxLogitBias)) {
+      return bad(strprintf("logit_bias[%zu]", i), num(bias), strprintf("a bias in [%g, %g]", -kMaxLogitBias, kMaxLogitBias));
+    }
+    for (size_t j = 0; j < i; ++j)
+      if (logit_bias[j].first == id)
+        return bad(strprintf("logit_bias[%zu]", i), std::to_string(id), "a token id not listed before");
+  }
   for (size_t i = 0; i < stop.size(); ++i) {
     if (stop[i].empty()) return bad(strprintf("stop[%zu]", i), "\"\"", "a non-empty string");
   }

@@ -87,6 +87,7 @@ class ReferenceSamplingBackend final : public Backend {
           v = v > 0.0f ? v / p.repetition_penalty : v * p.repetition_penalty;
         if ((p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) && t.generated_count > 0)
           v -= p.frequency_penalty * static_cast<float>(t.generated_count) + p.presence_penalty;
+        v += t.bias;
       }
       for (int32_t j = 0; j < p.mask_count; ++j) x[masked[static_cast<size_t>(p.mask_begin + j)]] = kNegInf;
       SamplingParams q;
@@ -368,6 +369,8 @@ TEST_P(DeviceSampling, PenaltiesMinTokensAndLogprobs) {
         c.params.min_tokens = 50;  // EOS ids and stop ids masked
         c.params.stop_token_ids = {11, 12};
       }
+      // logit_bias: alone (variant 2) and on tokens the penalties also touch (variant 3).
+      if (variant == 2 || variant == 3) c.params.logit_bias = {{3, 2.5f}, {25, -4.0f}, {100, 1.5f}, {11, 30.0f}};
       c.params.logprobs = variant == 0 ? 0 : (variant == 1 ? 5 : 20);
       std::vector<int32_t> prompt;
       for (int i = 0; i < 30; ++i) prompt.push_back(tok(rng));

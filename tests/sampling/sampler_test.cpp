@@ -77,6 +77,51 @@ TEST(Greedy, PenaltiesChangeTheArgmax) {
   EXPECT_EQ(sampleOnce({3.0f, 2.0f}, p, s), 1);  // 3 / 2 = 1.5 < 2
 }
 
+TEST(LogitBias, AddsAfterThePenaltiesAndCanBanOrForce) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  SequenceSamplingState s(p, {}, 0);
+  p.logit_bias = {{2, 5.0f}};
+  EXPECT_EQ(sampleOnce({3.0f, 2.0f, 0.5f}, p, s), 2);  // 0.5 + 5 > 3
+  p.logit_bias = {{0, -100.0f}};
+  EXPECT_EQ(sampleOnce({3.0f, 2.0f, 0.5f}, p, s), 1);
+  // After the repetition penalty: (3 / 2) + 1 = 2.5 > 2.
+  p.repetition_penalty = 2.0f;
+  p.logit_bias = {{0, 1.0f}};
+  const std::vector<int32_t> prompt = {0};
+  SequenceSamplingState sp(p, prompt, 0);
+  EXPECT_EQ(sampleOnce({3.0f, 2.0f}, p, sp), 0);
+  p.logit_bias = {{0, 0.4f}};
+  EXPECT_EQ(sampleOnce({3.0f, 2.0f}, p, sp), 1);  // 1.5 + 0.4 < 2
+  // Sampled: a banned token is never drawn; logprobs see the bias.
+  SamplingParams q;
+  q.temperature = 1.0f;
+  q.logit_bias = {{1, -100.0f}};
+  q.logprobs = 0;
+  EXPECT_EQ(keptIds({0.0f, 5.0f, 0.0f}, q), (std::vector<int32_t>{0, 2}));  // e^-95 underflows: never drawn
+  Sampler sampler;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    SequenceSamplingState st(q, {}, seed);
+    auto r = sampler.sample(std::vector<float>{0.0f, 5.0f, 0.0f}.data(), 3, q, st, {});
+    ASSERT_TRUE(r.isOk());
+    EXPECT_NE(r->token, 1);
+    EXPECT_NEAR(r->logprob, std::log(0.5), 1e-4);
+  }
+}
+
+TEST(LogitBias, Validation) {
+  SamplingParams p;
+  p.logit_bias = {{5, 1.0f}};
+  EXPECT_TRUE(p.validate(10).isOk());
+  EXPECT_THAT(p.validate(5).message(), HasSubstr("logit_bias[0]"));
+  p.logit_bias = {{1, 100.5f}};
+  EXPECT_THAT(p.validate(10).message(), HasSubstr("a bias in [-100, 100]"));
+  p.logit_bias = {{1, 1.0f}, {1, 2.0f}};
+  EXPECT_THAT(p.validate(10).message(), HasSubstr("not listed before"));
+  p.logit_bias = {{-1, 1.0f}};
+  EXPECT_FALSE(p.validate().isOk());
+}
+
 TEST(TopK, KeepsTheKLargestWithTiesToLowerIds) {
   SamplingParams p;
   p.top_k = 2;

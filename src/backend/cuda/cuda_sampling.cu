@@ -648,7 +648,7 @@ __device__ void applyPenaltiesAndMask(const RowSampling& p, float* x, int64_t vo
     if (t.token < 0 || t.token >= vocab) continue;
     const bool is_pending = t.token == pend;
     if (is_pending) pending_listed = 1;
-    x[t.token] = penalized(p, x[t.token], t.generated_count + (is_pending ? 1 : 0), t.in_prompt != 0);
+    x[t.token] = __fadd_rn(penalized(p, x[t.token], t.generated_count + (is_pending ? 1 : 0), t.in_prompt != 0), t.bias);
   }
   __syncthreads();
   if (pend >= 0) {
