@@ -11,6 +11,7 @@ KIND says what the fuzzer reads:
   safetensors        a whole .safetensors file (8-byte length, JSON header, data)
   tokenizer          tokenizer.json (a tiny BPE tokenizer with one pathological part)
   stream             ids for the stream detokenizer fuzzer (random bytes, long byte runs)
+  chat_template      Jinja chat templates (+ NUL + JSON context) for chat_template_fuzzer
 
 Every kind covers deep nesting (tens of thousands of levels), huge arrays,
 long strings and keys, many keys, and values where parsers print them in
@@ -289,6 +290,67 @@ def stream_seeds():
     return seeds
 
 
+CHATML = ("{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] | trim"
+          " + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def chat_template_seeds():
+    """Chat templates of 1 MiB (template, or template + NUL + JSON context) for chat_template_fuzzer."""
+    n = MIN
+    seeds = {}
+    # Pathological template source.
+    seeds["tmpl_deep_parens"] = "{{ " + "(" * (n // 2) + "1" + ")" * (n // 2) + " }}"
+    seeds["tmpl_unclosed_parens"] = "{{ " + "(" * n
+    seeds["tmpl_deep_lists"] = "{{ " + "[" * (n // 2) + "]" * (n // 2) + " }}"
+    seeds["tmpl_deep_dicts"] = "{{ " + "{'a': " * (n // 7) + "1" + "}" * (n // 7) + " }}"
+    seeds["tmpl_deep_not"] = "{{ " + "not " * (n // 4) + "x }}"
+    seeds["tmpl_deep_minus"] = "{{ " + "-" * n + "1 }}"
+    seeds["tmpl_deep_if"] = "{% if true %}" * (n // 13)
+    seeds["tmpl_deep_for"] = "{% for x in messages %}" * (n // 23) + "{% endfor %}" * (n // 23)
+    seeds["tmpl_long_add_chain"] = "{{ 1" + " + 1" * (n // 4) + " }}"
+    seeds["tmpl_long_concat_chain"] = "{{ 'a'" + " ~ 'a'" * (n // 6) + " }}"
+    seeds["tmpl_long_filter_chain"] = "{{ 'x'" + "|trim" * (n // 5) + " }}"
+    seeds["tmpl_long_attr_chain"] = "{{ messages" + ".x" * (n // 2) + " }}"
+    seeds["tmpl_many_elifs"] = "{% if x == 0 %}" + "".join(
+        "{%% elif x == %d %%}%d" % (i, i) for i in range(1, n // 30)) + "{% endif %}"
+    seeds["tmpl_long_string"] = "{{ '" + "s" * n + "' }}"
+    seeds["tmpl_long_escapes"] = "{{ '" + "\\u00e9\\n" * (n // 8) + "' }}"
+    seeds["tmpl_unterminated_string"] = "{{ '" + "y" * n
+    seeds["tmpl_long_data"] = "text " * (n // 5)
+    seeds["tmpl_many_tags"] = "{{ 1 }}" * (n // 7)
+    seeds["tmpl_many_comments"] = "{# c #}\n" * (n // 8)
+    seeds["tmpl_unclosed_comment"] = "{#" + "c" * n
+    seeds["tmpl_long_name"] = "{{ " + "n" * n + " }}"
+    seeds["tmpl_long_number"] = "{{ " + "9" * n + " }}"
+    seeds["tmpl_big_list_literal"] = "{{ [" + ",".join(["1"] * (n // 2)) + "]|length }}"
+    seeds["tmpl_big_dict_literal"] = "{{ {" + ",".join("'k%d': %d" % (i, i) for i in range(n // 14)) + "}|length }}"
+    seeds["tmpl_many_macros"] = "".join("{%% macro m%d(a, b=1) %%}{{ a }}{%% endmacro %%}{{ m%d(%d) }}" % (i, i, i)
+                                        for i in range(n // 60))
+    seeds["tmpl_raw_block"] = "{% raw %}" + "{{ x }}" * (n // 7) + "{% endraw %}"
+    seeds["tmpl_recursion"] = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}" + " " * n
+    seeds["tmpl_string_growth"] = ("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+                                   "{% endfor %}{{ ns.s|length }}") + " " * n
+    seeds["tmpl_nested_loops"] = "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}" + " " * n
+    # A real template with a megabyte of context.
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "message %d " % i + "w" * 40} for i in range(n // 80)]
+    seeds["ctx_many_messages"] = CHATML + "\0" + json.dumps({"messages": msgs, "add_generation_prompt": True})
+    seeds["ctx_long_content"] = CHATML + "\0" + json.dumps({"messages": [{"role": "user", "content": "z" * n}]})
+    seeds["ctx_deep_content"] = CHATML + "\0" + '{"messages": [{"role": "user", "content": ' + deep_arrays(n // 2) + "}]}"
+    seeds["ctx_deep_tools"] = "{{ tools|tojson }}\0" + '{"tools": ' + deep_objects(n // 6) + "}"
+    seeds["ctx_big_tools"] = "{% for t in tools %}{{ t|tojson(indent=2) }}{% endfor %}\0" + json.dumps(
+        {"tools": [{"type": "function", "function": {"name": "f%d" % i, "parameters": {"type": "object"}}}
+                   for i in range(n // 80)]})
+    for name, value in sorted(generic_values().items()):
+        seeds["ctx_generic_%s" % name] = CHATML + "\0" + value
+    out = {}
+    for k, v in seeds.items():
+        data = v.encode("utf-8", "surrogatepass")
+        if len(data) < MIN:
+            data += b" " * (MIN - len(data))
+        out[k] = data[:MAX]
+    return out
+
+
 KINDS = {
     "json": json_seeds,
     "config": config_seeds,
@@ -296,6 +358,7 @@ KINDS = {
     "safetensors": safetensors_seeds,
     "tokenizer": tokenizer_seeds,
     "stream": stream_seeds,
+    "chat_template": chat_template_seeds,
 }
 
 

@@ -7,8 +7,14 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libopenblas-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  clang libclang-rt-14-dev python3
+  clang libclang-rt-14-dev python3 python3-jinja2
+  libboost-dev
 )
+
+# The server's client tests run the OpenAI Node SDK: Debian's nodejs and npm, unless a Node.js
+# with npm is already installed (another vendor's nodejs package conflicts with Debian's npm).
+if ! command -v npm >/dev/null || ! command -v node >/dev/null; then packages+=(nodejs npm); fi
+packages+=(curl gnuplot-nox)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       llmrt::cli::addPerplexityCommand(app),
       llmrt::cli::addTokenizeCommand(app),
       llmrt::cli::addDetokenizeCommand(app),
+      llmrt::cli::addServeCommand(app),
   };
   try {
     app.parse(argc, argv);
