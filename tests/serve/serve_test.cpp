@@ -453,6 +453,66 @@ TEST(ServeOptionsTest, ShutdownTimeoutCancelsWhatIsLeft) {
   EXPECT_EQ(json::parse(reply.body)["choices"][0]["finish_reason"], "abort");
 }
 
+// A streaming client that never reads: its unsent answer hits the write deadline (1 s here), the
+// connection is closed and its request cancelled; the engine and other clients carry on.
+TEST(ServeOptionsTest, ClientThatNeverReadsIsCutOff) {
+  ServeOptions o;
+  o.port = 0;
+  o.http.write_timeout = std::chrono::milliseconds(1000);
+  o.http.max_pending_write_bytes = 256 * 1024;
+  o.http.socket_send_buffer_bytes = 8192;  // so the kernel cannot absorb the whole answer
+  auto s = Server::start(engineConfig(), o);
+  ASSERT_TRUE(s.isOk());
+  ASSERT_TRUE((*s)->waitReady().isOk());
+  const uint16_t p = (*s)->port();
+  auto aborted = [&] {
+    HttpReply m = httpRequest(p, "GET", "/metrics");
+    const std::string key = "finished_reason=\"abort\"} ";
+    size_t at = m.body.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(m.body.substr(at + key.size()));
+  };
+  const double before = aborted();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int small = 4096;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(p);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  const std::string body =
+      json{{"prompt", "Once"}, {"max_tokens", 500}, {"ignore_eos", true}, {"stream", true}, {"logprobs", 20}}.dump();
+  sendAll(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body);
+  double after = before;
+  for (int i = 0; i < 300 && after <= before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = aborted();
+  }
+  EXPECT_EQ(after, before + 1);
+  EXPECT_EQ(httpRequest(p, "GET", "/health").status, 200);
+  ::close(fd);
+}
+
+// Listening comes before loading: a model that fails to load leaves /health at 503 and waitReady
+// says why.
+TEST(ServeOptionsTest, HealthIs503UntilTheModelLoads) {
+  EngineConfig c = engineConfig();
+  c.model = tmpPath("no-such-model");
+  ServeOptions o;
+  o.port = 0;
+  auto s = Server::start(c, o);
+  ASSERT_TRUE(s.isOk());
+  const Status st = (*s)->waitReady();
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("no-such-model"), std::string::npos) << st.toString();
+  const uint16_t p = (*s)->port();
+  EXPECT_EQ(httpRequest(p, "GET", "/health").status, 503);
+  HttpReply m = httpRequest(p, "GET", "/v1/models");
+  EXPECT_EQ(m.status, 503);
+  EXPECT_EQ(m.headers["retry-after"], "1");
+}
+
 TEST(ServeOptionsTest, BindFailureIsAnError) {
   ServeOptions o;
   o.port = 0;

@@ -422,6 +422,10 @@ void HttpServer::Impl::accept() {
       {
         std::lock_guard<std::mutex> lock(mu);
         if (sessions.size() < kMaxConnections) {
+          if (limits.socket_send_buffer_bytes > 0) {
+            error_code ignored;
+            socket.set_option(asio::socket_base::send_buffer_size(limits.socket_send_buffer_bytes), ignored);
+          }
           s = std::make_shared<Session>(std::move(socket), *this);
           sessions.insert(s);
         }

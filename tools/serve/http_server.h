@@ -37,6 +37,7 @@ struct HttpLimits {
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
   size_t max_pending_write_bytes = 8 * 1024 * 1024;
+  int socket_send_buffer_bytes = 0;  // SO_SNDBUF of accepted connections (0: the kernel's default)
 };
 
 struct HttpRequest {
