@@ -8,9 +8,12 @@ namespace llmrt {
 
 Status setLogLevelByName(std::string_view name) {
   auto level = parseLogLevel(name);
-  if (!level)
-    return fieldError("logging", "log_level", "\"" + std::string(name) + "\"",
-                      "one of trace, debug, info, warning, error, off");
+  if (!level) {
+    std::string shown = "\"";
+    shown.append(name);
+    shown += '"';
+    return fieldError("logging", "log_level", shown, "one of trace, debug, info, warning, error, off");
+  }
   setLogLevel(*level);
   return Status::ok();
 }

@@ -121,7 +121,9 @@ Status parseCudaTuning(std::string_view spec, CudaTuning& out) {
     for (std::string_view s : seen)
       if (s == key) return invalidArgument(std::string(kWhere) + ": key '" + shown_key + "' given twice");
     seen.push_back(k->name);
-    const std::string shown_value = "'" + std::string(value.substr(0, 80)) + "'";
+    std::string shown_value = "'";
+    shown_value.append(value.substr(0, 80));
+    shown_value += '\'';
     if (k->flag) {
       std::optional<bool> b = parseSwitch(value);
       if (!b) return fieldError(kWhere, k->name, shown_value, "on or off");
