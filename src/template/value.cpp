@@ -421,75 +421,37 @@ void appendJsonString(std::string& out, std::string_view s, bool ensure_ascii) {
     std::snprintf(b, sizeof(b), "\\u%04x", c);
     out += b;
   };
+  // json.dumps's escapes; true when `c` was one of them.
+  auto escaped = [&](uint32_t c) {
+    switch (c) {
+      case '"': out += "\\\""; return true;
+      case '\\': out += "\\\\"; return true;
+      case '\n': out += "\\n"; return true;
+      case '\r': out += "\\r"; return true;
+      case '\t': out += "\\t"; return true;
+      case '\b': out += "\\b"; return true;
+      case '\f': out += "\\f"; return true;
+      default: return false;
+    }
+  };
   if (!ensure_ascii) {
     for (char ch : s) {
-      auto c = static_cast<unsigned char>(ch);
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        default:
-          if (c < 0x20) {
-            hex4(c);
-          } else {
-            out += ch;
-          }
-      }
+      const auto c = static_cast<unsigned char>(ch);
+      if (escaped(c)) continue;
+      if (c < 0x20) hex4(c);
+      else out += ch;
     }
   } else {
     for (uint32_t c : decodeUtf8(s)) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        default:
-          if (c < 0x20 || c > 0x7e) {
-            if (c >= 0x10000) {
-              uint32_t v = c - 0x10000;
-              hex4(0xd800 + (v >> 10));
-              hex4(0xdc00 + (v & 0x3ff));
-            } else {
-              hex4(c);
-            }
-          } else {
-            out += static_cast<char>(c);
-          }
+      if (escaped(c)) continue;
+      if (c >= 0x10000) {
+        const uint32_t v = c - 0x10000;
+        hex4(0xd800 + (v >> 10));
+        hex4(0xdc00 + (v & 0x3ff));
+      } else if (c < 0x20 || c > 0x7e) {
+        hex4(c);
+      } else {
+        out += static_cast<char>(c);
       }
     }
   }

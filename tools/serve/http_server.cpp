@@ -118,6 +118,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void readRequest(bool first);
+  void readFailed(error_code ec, const char* what);
   void onHeader(error_code ec);
   void onBody(error_code ec);
   void dispatchRequest();
@@ -230,17 +231,21 @@ void Session::readRequest(bool first) {
                           [self = shared_from_this()](error_code ec, size_t) { self->onHeader(ec); });
 }
 
+// A failed read of a request: the answer it deserves (431, 413, 400), or a quiet close when the
+// client went away or ran out of time.
+void Session::readFailed(error_code ec, const char* what) {
+  if (ec == http::error::header_limit) return respondAndClose(431, "request headers too large");
+  if (ec == http::error::body_limit)
+    return respondAndClose(413, "request body is over the limit of " + std::to_string(limits_.max_body_bytes) +
+                                    " bytes (--max-request-bytes)");
+  if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
+      ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
+    return disconnect();
+  respondAndClose(400, std::string("malformed HTTP request") + what + ": " + ec.message());
+}
+
 void Session::onHeader(error_code ec) {
-  if (ec) {
-    if (ec == http::error::header_limit) return respondAndClose(431, "request headers too large");
-    if (ec == http::error::body_limit)
-      return respondAndClose(413, "request body is over the limit of " + std::to_string(limits_.max_body_bytes) +
-                                      " bytes (--max-request-bytes)");
-    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
-      return disconnect();
-    return respondAndClose(400, "malformed HTTP request: " + ec.message());
-  }
+  if (ec) return readFailed(ec, "");
   auto& req = parser_->get();
   if (auto len = parser_->content_length(); len && *len > limits_.max_body_bytes)
     return respondAndClose(413, "request body of " + std::to_string(*len) + " bytes is over the limit of " +
@@ -251,15 +256,7 @@ void Session::onHeader(error_code ec) {
 }
 
 void Session::onBody(error_code ec) {
-  if (ec) {
-    if (ec == http::error::body_limit)
-      return respondAndClose(413, "request body is over the limit of " + std::to_string(limits_.max_body_bytes) +
-                                      " bytes (--max-request-bytes)");
-    if (ec == http::error::end_of_stream || ec == asio::error::eof || ec == beast::error::timeout ||
-        ec == asio::error::operation_aborted || ec == asio::error::connection_reset)
-      return disconnect();
-    return respondAndClose(400, "malformed HTTP request body: " + ec.message());
-  }
+  if (ec) return readFailed(ec, " body");
   dispatchRequest();
 }
 
