@@ -10,6 +10,8 @@ cp "$B/bin/llmrt" "$C/bin/"
 [[ -x "$B/bin/llmrt-bench" ]] && cp "$B/bin/llmrt-bench" "$C/bin/"
 cp "$B/tests/backend/backend_ops_test" "$B/tests/runtime/device_sampling_test" "$B/tests/executor/executor_tests" "$C/"
 cp -r "$root/../shared/testdata/models/stories260K-hf" "$C/models/"
+# Its greedy references (the executor tests read them as LLMRT_SHARED_TESTDATA/references/...).
+mkdir -p "$C/references" && cp "$root/../shared/testdata/references/stories260K-hf.greedy.json" "$C/references/"
 strip "$C"/bin/* "$C/backend_ops_test" "$C/device_sampling_test" "$C/executor_tests"
 # Static OpenBLAS makes the binaries large: ship them compressed (the tree may carry 64 MiB).
 (cd "$C" && tar cJf ../carry.tar.xz . && rm -rf ./* && mv ../carry.tar.xz .)
