@@ -212,14 +212,18 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   const double device_seconds = engine->backend().deviceStepSeconds();
   // The KV cache manager is touched on this thread only; its events go to the clients' queue.
   std::vector<KvCacheEvent> new_events = scheduler->drainKvEvents();
-  int32_t running = 0, waiting = 0, paused = 0;
+  // One pass over the requests: the gauges, and the step's queued sequences (waiting or paused).
+  int32_t running = 0, waiting = 0, paused = 0, queued_sequences = 0;
   for (auto& [id, r] : active) {
-    bool any_running = false, any_paused = false;
+    bool any_live = false, any_running = false, any_paused = false;
     for (auto& s : r->seqs) {
       if (s->finish != FinishReason::kNone) continue;
+      any_live = true;
       any_running |= s->sched.state == SchedState::kContext || s->sched.state == SchedState::kGeneration;
       any_paused |= s->sched.state == SchedState::kPaused;
+      queued_sequences += s->sched.state == SchedState::kWaiting || s->sched.state == SchedState::kPaused;
     }
+    if (!any_live) continue;  // finished, not yet retired
     if (any_running) ++running;
     else if (any_paused) ++paused;
     else ++waiting;
@@ -248,6 +252,7 @@ void Executor::Impl::publishStats(IterationStats* it, int32_t sampled_tokens) {
   stats.device_seconds = device_seconds;
   stats.generated_tokens += static_cast<uint64_t>(sampled_tokens);
   if (it == nullptr) return;
+  it->num_queued_requests = queued_sequences;
   it->kv_used_blocks = kv.primary.used;
   it->kv_free_blocks = kv.primary.free;
   it->kv_total_blocks = kv.primary.total;
@@ -506,11 +511,6 @@ bool Executor::Impl::stepOnce(std::vector<detail::PendingRequest>& intake, std::
   const int32_t sampled = update();
 
   retireFinished();
-  for (auto& [id, r] : active)
-    for (auto& s : r->seqs)
-      if (s->finish == FinishReason::kNone &&
-          (s->sched.state == SchedState::kWaiting || s->sched.state == SchedState::kPaused))
-        ++it.num_queued_requests;
   it.step_time_s = seconds(t0, Clock::now());
   publishStats(&it, sampled);
   return true;
