@@ -66,11 +66,12 @@ Command addServeCommand(CLI::App& app) {
     serve::Provenance prov;
     // LMI sources: environment, then serving.properties over it.
     serve::LmiSettings lmi = serve::lmiFromEnvironment(env);
-    std::string model_hint = !f->model_dir.empty() ? f->model_dir : engineOptionValue(config, "model");
-    if (f->options.given("model")) {
-      EngineConfig tmp;
-      (void)f->options.applyEngine(tmp);
-      model_hint = tmp.model;
+    // The model directory, where a serving.properties may sit: the argument, --model, option.model_id.
+    std::string model_hint = f->model_dir;
+    if (model_hint.empty() && f->options.given("model")) {
+      EngineConfig flags_only;
+      (void)f->options.applyEngine(flags_only);  // (errors are reported when the flags are applied below)
+      model_hint = flags_only.model;
     }
     if (model_hint.empty() && lmi.count("option.model_id")) model_hint = lmi.at("option.model_id").value;
     std::string props = f->config_file;
