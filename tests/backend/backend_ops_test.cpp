@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "op_test_util.h"
 #include "llmrt/engine_config.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -46,20 +47,10 @@ Mode tuned(const char* name, void (*set)(CudaTuning&)) {
   return m;
 }
 
-std::vector<float> randomVec(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+using optest::columns;
+using optest::randomVec;
+using optest::roundTo;
 
-// Rounds v to what a `dt` (BF16, F16; F32: unchanged) tensor stores.
-void roundTo(std::vector<float>& v, DType dt) {
-  if (dt == DType::kF32) return;
-  std::vector<uint16_t> h(v.size());
-  convertFromF32(v.data(), h.data(), dt, v.size());
-  convertToF32(h.data(), dt, v.data(), v.size());
-}
 float rounded(float v, DType dt) {
   std::vector<float> one{v};
   roundTo(one, dt);
@@ -91,14 +82,6 @@ void expectClose(const std::vector<float>& got, const std::vector<float>& ref, d
   EXPECT_LE(rel, rel_tol) << what << ": relative L2 error";
   EXPECT_LE(max_abs, abs_tol) << what << ": max |diff| (beyond |ref| * " << elem_rel << ") at " << worst << " (got " << got[worst] << ", ref "
                               << ref[worst] << ")";
-}
-
-TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
-  TensorView v = t;
-  v.data = t.as<float>() + begin;
-  v.shape = Shape{t.shape[0], n};
-  v.strides = Shape{t.strides[0], 1};
-  return v;
 }
 
 // Two RoPE tables of `half` frequencies each (as dynamic NTK gives per sequence): base^(-2i / rotary)

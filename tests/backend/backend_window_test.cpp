@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "op_test_util.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -32,28 +33,9 @@ struct WinMode {
   DType kv;
 };
 
-// Rounds v to what a `dt` (BF16, F16; F32: unchanged) cache stores.
-void roundTo(std::vector<float>& v, DType dt) {
-  if (dt == DType::kF32) return;
-  std::vector<uint16_t> h(v.size());
-  convertFromF32(v.data(), h.data(), dt, v.size());
-  convertToF32(h.data(), dt, v.data(), v.size());
-}
-
-std::vector<float> randomVec(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
-  TensorView v = t;
-  v.data = t.as<float>() + begin;
-  v.shape = Shape{t.shape[0], n};
-  v.strides = Shape{t.strides[0], 1};
-  return v;
-}
+using optest::columns;
+using optest::randomVec;
+using optest::roundTo;
 
 struct Spec {
   int64_t q_len, kv_len;
