@@ -12,6 +12,7 @@ KIND says what the fuzzer reads:
   tokenizer          tokenizer.json (a tiny BPE tokenizer with one pathological part)
   stream             ids for the stream detokenizer fuzzer (random bytes, long byte runs)
   chat_template      Jinja chat templates (+ NUL + JSON context) for chat_template_fuzzer
+  tiktoken           .tiktoken files (base64 token, rank per line) for tiktoken_file_fuzzer
 
 Every kind covers deep nesting (tens of thousands of levels), huge arrays,
 long strings and keys, many keys, and values where parsers print them in
@@ -351,6 +352,55 @@ def chat_template_seeds():
     return out
 
 
+def tiktoken_seeds():
+    """.tiktoken files of 1 MiB for tiktoken_file_fuzzer: large valid vocabularies, one
+    megabyte-long token or line, a megabyte of blank lines, bad endings and duplicates."""
+    import base64
+    import random
+    rng = random.Random(4321)
+
+    def line(token, rank, eol="\n"):
+        return base64.b64encode(token).decode() + " " + str(rank) + eol
+
+    byte_lines = "".join(line(bytes([b]), b) for b in range(256))
+
+    def vocabulary(eol="\n", alphabet=b"abcdefgh \n"):
+        seen, out, rank = set(), [byte_lines.replace("\n", eol)], 256
+        size = len(out[0])
+        while size < MIN + 64:
+            tok = bytes(rng.choice(alphabet) for _ in range(rng.randrange(2, 9)))
+            if tok in seen:
+                continue
+            seen.add(tok)
+            out.append(line(tok, rank, eol))
+            size += len(out[-1])
+            rank += 1
+        return "".join(out)
+
+    def pad(text, filler="\n"):
+        data = text.encode()
+        return data + filler.encode() * max(0, MIN - len(data))
+
+    huge_token = bytes(rng.randrange(256) for _ in range(MIN * 3 // 4))
+    seeds = {
+        "vocab_lf": vocabulary().encode(),
+        "vocab_crlf": vocabulary("\r\n").encode(),
+        "vocab_cr": vocabulary("\r").encode(),
+        "vocab_bytes_alphabet": vocabulary(alphabet=bytes(range(256))).encode(),
+        "huge_token": (byte_lines + line(huge_token, 256)).encode(),
+        "huge_line_no_space": pad(byte_lines + "QUJD" * (MIN // 4), ""),
+        "blank_lines": pad(byte_lines),
+        "spaces_only_lines": pad(byte_lines + "YWI= 256\n", "  \n"),
+        "duplicate_rank_at_end": (vocabulary() + line(b"zz_dup", 300)).encode(),
+        "duplicate_token_at_end": (vocabulary() + line(b"a", 10 ** 6)).encode(),
+        "sparse_rank_at_end": (vocabulary() + line(b"zz_far", 2 ** 30)).encode(),
+        "missing_byte": vocabulary().replace(line(bytes([65]), 65), "").encode(),
+        "huge_rank_digits": pad(byte_lines + "YWI= " + "9" * 1000 + "\n"),
+        "many_fields": pad(byte_lines + "YWI= 256" + " 7" * (MIN // 2) + "\n", ""),
+    }
+    return {"tiktoken_" + k: v[:MAX] for k, v in seeds.items()}
+
+
 KINDS = {
     "json": json_seeds,
     "config": config_seeds,
@@ -359,6 +409,7 @@ KINDS = {
     "tokenizer": tokenizer_seeds,
     "stream": stream_seeds,
     "chat_template": chat_template_seeds,
+    "tiktoken": tiktoken_seeds,
 }
 
 

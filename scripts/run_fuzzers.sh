@@ -26,7 +26,7 @@ jobs=${LLMRT_JOBS:-2}
 
 # Registering a fuzzer: add it to `fuzzers`, give its normal-pass max_len and (optionally) its
 # dictionary, and, for a large-input pass, the kind of seeds fuzz/make_large_seeds.py writes
-# for it (json, config, generation_config, safetensors, tokenizer, stream, chat_template; a new kind is a
+# for it (json, config, generation_config, safetensors, tokenizer, stream, chat_template, tiktoken; a new kind is a
 # function there).
 fuzzers=(safetensors_header_fuzzer config_json_fuzzer generation_config_fuzzer)
 declare -A max_len=([safetensors_header_fuzzer]=4096 [config_json_fuzzer]=4096 [generation_config_fuzzer]=4096)
@@ -42,6 +42,9 @@ max_len[jsonl_request_fuzzer]=4096 dict[jsonl_request_fuzzer]=fuzz/jsonl_request
 fuzzers+=(tokenizer_json_fuzzer stream_detokenizer_fuzzer)
 max_len[tokenizer_json_fuzzer]=4096 dict[tokenizer_json_fuzzer]=fuzz/tokenizer_json.dict large_seeds[tokenizer_json_fuzzer]=tokenizer
 max_len[stream_detokenizer_fuzzer]=4096 large_seeds[stream_detokenizer_fuzzer]=stream
+# tiktoken BPE files (qwen.tiktoken): the line parser, then encode / decode with the ranks it read.
+fuzzers+=(tiktoken_file_fuzzer)
+max_len[tiktoken_file_fuzzer]=4096 dict[tiktoken_file_fuzzer]=fuzz/tiktoken.dict large_seeds[tiktoken_file_fuzzer]=tiktoken
 # Chat templates: Jinja source (+ NUL + JSON context) parsed and rendered.
 fuzzers+=(chat_template_fuzzer)
 max_len[chat_template_fuzzer]=4096 dict[chat_template_fuzzer]=fuzz/chat_template.dict large_seeds[chat_template_fuzzer]=chat_template

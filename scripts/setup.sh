@@ -8,7 +8,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libopenblas-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev python3 python3-jinja2
-  libboost-dev
+  libboost-dev libsentencepiece-dev
 )
 
 # The server's client tests run the OpenAI Node SDK: Debian's nodejs and npm, unless a Node.js

@@ -1,8 +1,11 @@
 // Tokenizer: loads a HuggingFace tokenizer.json and encodes/decodes exactly as
 // HF `tokenizers` does (BPE models: byte-level and SentencePiece-style with
 // byte fallback; the normalizers, pre-tokenizers, post-processors, decoders
-// and added tokens those files use). Thread-safe for concurrent
-// encode/decode after load.
+// and added tokens those files use). Model directories without tokenizer.json
+// are served from a SentencePiece tokenizer.model (libsentencepiece, with
+// tokenizer_config.json's switches and added tokens, as HF's slow tokenizers)
+// or a tiktoken BPE file (Qwen v1's qwen.tiktoken). Thread-safe for
+// concurrent encode/decode after load.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +38,25 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Loads tokenizer.json from a file path. Fails with kIoError when the file
-  // cannot be read, kParseError for malformed JSON or fields (the message
-  // names the file, JSON path and value) and kUnimplemented for a component
-  // type this build does not support.
+  // Loads a tokenizer file, its kind by name: *.tiktoken is a tiktoken BPE
+  // file (with Qwen v1's pre-tokenizer, NFC and special tokens from id 151643);
+  // *.model or *.model.* (tokenizer.model.v3) a SentencePiece model (alone: no
+  // tokenizer_config.json; BOS added, as LlamaTokenizer); anything else
+  // tokenizer.json. Fails with kIoError when the file cannot be read,
+  // kParseError for malformed contents (one line naming the file and the JSON
+  // field, line or byte offset and value), kUnimplemented for a component type
+  // this build does not support (or a SentencePiece model in a build without
+  // LLMRT_SENTENCEPIECE).
   static Result<std::unique_ptr<Tokenizer>> fromFile(const std::string& path);
+  // The tokenizer of a model directory: tokenizer.json, else tokenizer.model
+  // (with the directory's tokenizer_config.json: add_bos_token,
+  // add_eos_token, legacy, the special tokens, added_tokens_decoder,
+  // ChatGLMTokenizer's specials), else a *.tiktoken file (qwen.tiktoken
+  // first). nullptr (not an error) when the directory has none of them;
+  // errors as fromFile, and for a malformed tokenizer_config.json.
+  static Result<std::unique_ptr<Tokenizer>> fromDirectory(const std::string& dir);
+  // The file fromDirectory loads, or nullopt.
+  static std::optional<std::string> findInDirectory(const std::string& dir);
   // Parses tokenizer.json contents; `source` names it in error messages.
   static Result<std::unique_ptr<Tokenizer>> fromJson(std::string_view json, std::string_view source);
 

@@ -9,6 +9,10 @@ rm -rf "$C"; mkdir -p "$C/bin" "$C/models"
 cp "$B/bin/llmrt" "$C/bin/"
 [[ -x "$B/bin/llmrt-bench" ]] && cp "$B/bin/llmrt-bench" "$C/bin/"
 cp "$B/tests/backend/backend_ops_test" "$B/tests/runtime/device_sampling_test" "$B/tests/executor/executor_tests" "$C/"
+# libsentencepiece.so.0 when the build links it (Debian has no static archive): the binaries look
+# in $ORIGIN/lib and $ORIGIN/../lib first, i.e. $C/lib for bin/* and for the tests at the top.
+sp=$(ldd "$B/bin/llmrt" | awk '/libsentencepiece/ {print $3}')
+if [[ -n $sp ]]; then mkdir -p "$C/lib" && cp -L "$sp" "$C/lib/"; fi
 cp -r "$root/../shared/testdata/models/stories260K-hf" "$C/models/"
 # Its greedy references (the executor tests read them as LLMRT_SHARED_TESTDATA/references/...).
 mkdir -p "$C/references" && cp "$root/../shared/testdata/references/stories260K-hf.greedy.json" "$C/references/"

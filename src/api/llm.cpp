@@ -130,7 +130,8 @@ namespace {
 Result<std::vector<TokenId>> tokenize(const Executor& ex, const Prompt& p) {
   if (!p.text) return p.token_ids;
   if (ex.tokenizer() == nullptr)
-    return failedPrecondition("the model directory has no tokenizer.json; pass token ids");
+    return failedPrecondition(
+        "the model directory has no tokenizer (tokenizer.json, tokenizer.model, *.tiktoken); pass token ids");
   return ex.tokenizer()->encode(*p.text, true);
 }
 

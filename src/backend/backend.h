@@ -18,6 +18,7 @@
 #include "backend/row_sampling.h"
 #include "core/kv_block_copy.h"
 #include "core/tensor.h"
+#include "llmrt/model_config.h"  // Activation
 #include "llmrt/status.h"
 
 namespace llmrt {
@@ -83,6 +84,25 @@ struct StepInputs {
   int64_t attention_window = 0;
 };
 
+// What attention adds to the scaled scores of a model, the same for every layer; set once
+// after the weights (setAttentionExtras). Defaults: nothing.
+struct AttentionExtras {
+  // Gemma-2: score = cap * tanh(score / cap) after scaling, before the mask and softmax.
+  float logit_softcap = 0.0f;
+  // ALiBi: score of query head h at position p for key j += slopes[h] * (j - p) (<= 0); empty = none.
+  std::vector<float> alibi_slopes;
+  bool empty() const { return logit_softcap == 0.0f && alibi_slopes.empty(); }
+};
+
+// How a mixture-of-experts layer picks experts for a token: the top_k of softmax(router logits)
+// (float32; ties: the lower expert id first), their probabilities renormalized to sum 1 when
+// `renormalize` (Mixtral; Qwen2-MoE's norm_topk_prob).
+struct MoeRouting {
+  int64_t num_experts = 0;
+  int64_t top_k = 0;
+  bool renormalize = true;
+};
+
 // Block copies between pools (offload / onboard / partial-reuse copy): KvPool and
 // KvBlockCopy (core/kv_block_copy.h), the type the KV cache manager queues.
 
@@ -119,8 +139,10 @@ class Backend {
   // The copy may still be in flight when it returns (the CUDA backend streams
   // weights through pinned staging buffers): call finishWeights() after the last
   // one and before using any; it waits for the copies, frees the staging memory
-  // and reports a failed copy.
-  virtual Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) = 0;
+  // and reports a failed copy. `borrowable`: the parts' memory outlives the backend (a mapped
+  // checkpoint), so it may be used in place; false for copies the caller frees afterwards.
+  virtual Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name,
+                                        bool borrowable = true) = 0;
   virtual Status finishWeights() { return Status::ok(); }
   virtual uint64_t weightBytes() const = 0;
 
@@ -210,6 +232,36 @@ class Backend {
     rmsNorm(residual, norm_weight, eps, normed);
     linear(normed, w2, b2, out);
   }
+  // out = (x - mean) / sqrt(var + eps) * weight (+ bias), per row, statistics in float32
+  // (HF nn.LayerNorm). x F32; weight, bias [cols]; out F32 or the activation dtype.
+  virtual void layerNorm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
+                         TensorView out) = 0;
+  // out = act(x) element-wise; x and out [n, i], F32 or the activation dtype (MLPs without a gate).
+  virtual void activation(Activation act, const TensorView& x, TensorView out) = 0;
+  // gate_up [n, 2*i] = [gate | up] -> out [n, i] = act(gate) * up. siluMul is act = kSilu.
+  virtual void gatedActivation(Activation act, const TensorView& gate_up, TensorView out) = 0;
+  // x[i, :] += table[positions[i], :] at the step's positions (learned absolute positions, GPT-2);
+  // table any float dtype, x F32.
+  virtual void addPositionEmbedding(const TensorView& table, TensorView x) = 0;
+  // residual += y; residual F32, y F32 or the activation dtype, both [n, cols].
+  virtual void add(const TensorView& y, TensorView residual) = 0;
+  // x = x * scale, then with cap > 0 x = cap * tanh(x / cap); in place, F32 (embedding
+  // multipliers, final logit soft-capping).
+  virtual void scaleSoftcap(TensorView x, float scale, float cap) = 0;
+  // Mixture of experts: residual[t] += sum over the experts e chosen for token t (MoeRouting) of
+  // p[t, e] * down_e(act(gate_e(x[t])) * up_e(x[t])). x [T, hidden] (F32 or the activation dtype);
+  // router_logits [T, num_experts] F32; experts_gate_up [num_experts * 2 * inter, hidden], expert
+  // e's rows [gate | up] from e * 2 * inter; experts_down [num_experts * hidden, inter], expert e's
+  // rows from e * hidden; residual F32. Only the chosen experts' weights are read.
+  virtual void moeAdd(const TensorView& x, const TensorView& router_logits, const TensorView& experts_gate_up,
+                      const TensorView& experts_down, const MoeRouting& routing, Activation act,
+                      TensorView residual) = 0;
+  // residual[t, :] += sigmoid(gate[t]) * y[t, :]; gate [T, 1] F32, y [T, cols] F32 (Qwen2-MoE's
+  // shared expert).
+  virtual void sigmoidGatedAdd(const TensorView& y, const TensorView& gate, TensorView residual) = 0;
+  // The model's attention extras (see AttentionExtras) for every later attention op. A backend
+  // without them fails here with a message naming what it lacks.
+  virtual Status setAttentionExtras(const AttentionExtras& extras) = 0;
   // out[i, :] = src[logit_rows[i], :] for the step's logits rows
   virtual void gatherLogitRows(const TensorView& src, TensorView out) = 0;
   // gate_up [n, 2*i] = [gate | up] -> out [n, i] = silu(gate) * up

@@ -3,8 +3,10 @@
 #include "loader/config_parser.h"
 
 #include <array>
+#include <cmath>
 
 #include "core/mapped_file.h"
+#include "loader/arch_table.h"
 #include "loader/json_util.h"
 
 namespace llmrt {
@@ -13,29 +15,11 @@ using detail::Json;
 
 namespace {
 
-struct ArchSpec {
-  std::string_view architecture;
-  std::string_view model_type;
-  ModelArch arch;
-  // HF config-class defaults for fields config.json may omit.
-  int64_t max_position_embeddings;
-  std::optional<int64_t> bos_token_id;
-  std::optional<int64_t> eos_token_id;
-  std::optional<int64_t> sliding_window;
-  int64_t max_window_layers;
-};
-
-constexpr std::array<ArchSpec, 3> kArchs = {{
-    {"LlamaForCausalLM", "llama", ModelArch::kLlama, 2048, 1, 2, std::nullopt, 0},
-    {"MistralForCausalLM", "mistral", ModelArch::kMistral, 4096 * 32, 1, 2, 4096, 0},
-    {"Qwen2ForCausalLM", "qwen2", ModelArch::kQwen2, 32768, std::nullopt, std::nullopt, 4096, 28},
-}};
-
 Status missingField(std::string_view where, std::string_view field, std::string_view expected) {
   return fieldError(where, field, "(missing)", expected);
 }
 
-Result<const ArchSpec*> resolveArch(const Json& root, std::string_view where) {
+Result<const ArchEntry*> resolveArch(const Json& root, std::string_view where) {
   std::optional<std::string> architecture;
   auto a = root.find("architectures");
   if (a != root.end() && !a->is_null()) {
@@ -46,27 +30,27 @@ Result<const ArchSpec*> resolveArch(const Json& root, std::string_view where) {
   }
   std::optional<std::string> model_type;
   LLMRT_RETURN_IF_ERROR(detail::readString(root, "model_type", "model_type", where, &model_type));
-  if (!architecture && !model_type) {
-    return missingField(where, "architectures",
-                        "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM (or a model_type of llama, "
-                        "mistral or qwen2)");
-  }
-  const ArchSpec* by_arch = nullptr;
-  const ArchSpec* by_type = nullptr;
-  for (const ArchSpec& s : kArchs) {
-    if (architecture && *architecture == s.architecture) by_arch = &s;
-    if (model_type && *model_type == s.model_type) by_type = &s;
+  if (!architecture && !model_type)
+    return missingField(where, "architectures", "one of " + supportedArchitectures() + " (or their model_type)");
+  const ArchEntry* by_arch = nullptr;
+  const ArchEntry* by_type = nullptr;
+  std::string types;
+  for (const ArchEntry& s : archTable()) {
+    if (architecture && (*architecture == s.architecture || (!s.alias.empty() && *architecture == s.alias)))
+      by_arch = &s;
+    if (model_type && *model_type == s.model_type && by_type == nullptr) by_type = &s;
+    if (!types.empty()) types += ", ";
+    types += s.model_type;
   }
   if (architecture && by_arch == nullptr) {
-    return fieldError(
-        where, "architectures", jsonSnippet(*a),
-        "one of LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM (unsupported architecture)");
+    return fieldError(where, "architectures", jsonSnippet(*a),
+                      "one of " + supportedArchitectures() + " (unsupported architecture)");
   }
   if (model_type && by_type == nullptr) {
     return fieldError(where, "model_type", jsonSnippet(root["model_type"]),
-                      "one of llama, mistral, qwen2 (unsupported model type)");
+                      "one of " + types + " (unsupported model type)");
   }
-  if (by_arch != nullptr && by_type != nullptr && by_arch != by_type) {
+  if (by_arch != nullptr && by_type != nullptr && by_arch->model_type != by_type->model_type) {
     return fieldError(where, "model_type", jsonSnippet(root["model_type"]),
                       "\"" + std::string(by_arch->model_type) + "\" to match architectures[0] \"" +
                           std::string(by_arch->architecture) + "\"");
@@ -108,7 +92,7 @@ Status selectRopeObject(const Json& root, std::string_view where, const Json** o
       if (it.value() != *first) {
         return unimplemented(
             std::string(where) + ": field '" + *field +
-            "' gives different RoPE parameters per layer type; not supported for the Llama family");
+            "' gives different RoPE parameters per layer type; not supported");
       }
     }
     *field += "." + (*obj)->begin().key();
@@ -158,7 +142,7 @@ Status parseRope(const Json& root, std::string_view where, ModelConfig* c, std::
       rs.type = RopeScalingType::kYarn;
     } else if (t == "longrope") {
       return unimplemented(std::string(where) + ": field '" + type_field +
-                           "' is \"longrope\", which this engine does not support for the Llama family");
+                           "' is \"longrope\", which this engine does not support yet");
     } else {
       return fieldError(where, type_field, jsonSnippet(Json(t)),
                         "one of default, linear, dynamic, llama3, yarn");
@@ -220,73 +204,27 @@ Status parseRope(const Json& root, std::string_view where, ModelConfig* c, std::
   return Status::ok();
 }
 
-Status parseSlidingWindow(const Json& root, std::string_view where, const ArchSpec& spec, ModelConfig* c) {
-  c->sliding_window.reset();
-  c->use_sliding_window = false;
-  c->max_window_layers = 0;
-  c->layer_types.clear();
-  if (spec.arch == ModelArch::kLlama) return Status::ok();  // Llama has no sliding window
-
-  std::optional<int64_t> window = spec.sliding_window;
-  auto it = root.find("sliding_window");
-  if (it != root.end()) {
-    if (it->is_null()) {
-      window.reset();
-    } else if (std::optional<int64_t> v = jsonInt64(*it)) {
-      window = *v;
-    } else {
-      return fieldError(where, "sliding_window", jsonSnippet(*it), "an integer >= 1 or null");
-    }
-  }
-  if (spec.arch == ModelArch::kMistral) {
-    c->sliding_window = window;
-    return Status::ok();
-  }
-
-  // Qwen2
-  std::optional<bool> use;
-  std::optional<int64_t> mwl;
-  LLMRT_RETURN_IF_ERROR(detail::readBool(root, "use_sliding_window", "use_sliding_window", where, &use));
-  LLMRT_RETURN_IF_ERROR(detail::readInt(root, "max_window_layers", "max_window_layers", where, &mwl));
-  c->use_sliding_window = use.value_or(false);
-  c->max_window_layers = mwl.value_or(spec.max_window_layers);
-  c->sliding_window = c->use_sliding_window ? window : std::nullopt;
-
-  auto lt = root.find("layer_types");
-  if (lt != root.end() && !lt->is_null()) {
-    if (!lt->is_array()) {
-      return fieldError(where, "layer_types", jsonSnippet(*lt),
-                        "a list of \"full_attention\" / \"sliding_attention\"");
-    }
-    for (const Json& e : *lt) {
-      if (!e.is_string()) {
-        return fieldError(where, "layer_types", jsonSnippet(*lt),
-                          "a list of \"full_attention\" / \"sliding_attention\"");
-      }
-      c->layer_types.push_back(e.get<std::string>());
-    }
-  } else if (c->num_hidden_layers > 0 && c->num_hidden_layers <= (1 << 14)) {
-    for (int64_t i = 0; i < c->num_hidden_layers; ++i) {
-      const bool sliding = c->sliding_window.has_value() && i >= c->max_window_layers;
-      c->layer_types.emplace_back(sliding ? "sliding_attention" : "full_attention");
-    }
-  }
-  return Status::ok();
-}
-
-Status parseHiddenAct(const Json& root, std::string_view where, ModelConfig* c) {
+Status parseHiddenAct(const Json& root, std::string_view where, const ArchEntry& spec, ModelConfig* c) {
+  const std::string_view key = spec.keys.hidden_act;
   std::optional<std::string> act;
-  LLMRT_RETURN_IF_ERROR(detail::readString(root, "hidden_act", "hidden_act", where, &act));
-  if (!act) act = "silu";
-  if (*act == "swish") act = "silu";  // the same function in transformers' ACT2FN
-  for (std::string_view ok : {"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"}) {
-    if (*act == ok) {
+  LLMRT_RETURN_IF_ERROR(detail::readString(root, key, key, where, &act));
+  if (!act) act = std::string(spec.hidden_act);
+  // transformers' ACT2FN names and the function each computes.
+  static constexpr std::pair<std::string_view, Activation> kNames[] = {
+      {"silu", Activation::kSilu},         {"swish", Activation::kSilu},
+      {"gelu", Activation::kGelu},         {"gelu_new", Activation::kGeluTanh},
+      {"gelu_pytorch_tanh", Activation::kGeluTanh}, {"gelu_fast", Activation::kGeluTanh},
+      {"relu", Activation::kRelu},
+  };
+  for (const auto& [name, fn] : kNames) {
+    if (*act == name) {
       c->hidden_act = *act;
+      c->decoder.activation = fn;
       return Status::ok();
     }
   }
-  return fieldError(where, "hidden_act", jsonSnippet(Json(*act)),
-                    "one of silu, swish, gelu, gelu_new, gelu_pytorch_tanh, relu");
+  return fieldError(where, key, jsonSnippet(Json(*act)),
+                    "one of silu, swish, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu");
 }
 
 }  // namespace
@@ -300,23 +238,28 @@ Result<ModelConfig> parseModelConfigJson(const Json& root, std::string_view wher
   if (!root.is_object()) {
     return parseError(std::string(where) + ": expected a JSON object; got " + jsonSnippet(root));
   }
-  LLMRT_ASSIGN_OR_RETURN(const ArchSpec* spec, resolveArch(root, where));
+  LLMRT_ASSIGN_OR_RETURN(const ArchEntry* spec, resolveArch(root, where));
+  const ConfigKeys& keys = spec->keys;
   ModelConfig c;
   c.arch = spec->arch;
   c.architecture = spec->architecture;
   c.model_type = spec->model_type;
 
-  LLMRT_RETURN_IF_ERROR(requireInt(root, "vocab_size", where, &c.vocab_size));
-  LLMRT_RETURN_IF_ERROR(requireInt(root, "hidden_size", where, &c.hidden_size));
-  LLMRT_RETURN_IF_ERROR(requireInt(root, "intermediate_size", where, &c.intermediate_size));
-  LLMRT_RETURN_IF_ERROR(requireInt(root, "num_hidden_layers", where, &c.num_hidden_layers));
-  LLMRT_RETURN_IF_ERROR(requireInt(root, "num_attention_heads", where, &c.num_attention_heads));
-
-  std::optional<int64_t> kv, head_dim, max_pos, pad;
-  LLMRT_RETURN_IF_ERROR(detail::readInt(root, "num_key_value_heads", "num_key_value_heads", where, &kv));
-  LLMRT_RETURN_IF_ERROR(detail::readInt(root, "head_dim", "head_dim", where, &head_dim));
-  LLMRT_RETURN_IF_ERROR(
-      detail::readInt(root, "max_position_embeddings", "max_position_embeddings", where, &max_pos));
+  LLMRT_RETURN_IF_ERROR(requireInt(root, keys.vocab_size, where, &c.vocab_size));
+  LLMRT_RETURN_IF_ERROR(requireInt(root, keys.hidden_size, where, &c.hidden_size));
+  LLMRT_RETURN_IF_ERROR(requireInt(root, keys.num_hidden_layers, where, &c.num_hidden_layers));
+  LLMRT_RETURN_IF_ERROR(requireInt(root, keys.num_attention_heads, where, &c.num_attention_heads));
+  std::optional<int64_t> inter, kv, head_dim, max_pos, pad;
+  LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.intermediate_size, keys.intermediate_size, where, &inter));
+  if (!inter && (keys.intermediate_size == "intermediate_size" || keys.intermediate_size == "ffn_hidden_size") &&
+      c.arch != ModelArch::kFalcon)
+    return missingField(where, keys.intermediate_size, "an integer >= 1");
+  c.intermediate_size = inter.value_or(4 * c.hidden_size);  // GPT-2's n_inner, Falcon's ffn_hidden_size: null = 4x
+  if (!keys.num_key_value_heads.empty())
+    LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.num_key_value_heads, keys.num_key_value_heads, where, &kv));
+  LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.head_dim, keys.head_dim, where, &head_dim));
+  LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.max_position_embeddings, keys.max_position_embeddings, where,
+                                        &max_pos));
   LLMRT_RETURN_IF_ERROR(detail::readInt(root, "pad_token_id", "pad_token_id", where, &pad));
   c.num_key_value_heads = kv.value_or(c.num_attention_heads);
   c.head_dim_explicit = head_dim.has_value();
@@ -329,33 +272,18 @@ Result<ModelConfig> parseModelConfigJson(const Json& root, std::string_view wher
   c.pad_token_id = pad;
 
   std::optional<double> eps;
-  LLMRT_RETURN_IF_ERROR(detail::readDouble(root, "rms_norm_eps", "rms_norm_eps", where, &eps));
-  c.rms_norm_eps = eps.value_or(1e-6);
+  LLMRT_RETURN_IF_ERROR(detail::readDouble(root, keys.norm_eps, keys.norm_eps, where, &eps));
+  c.norm_eps = eps.value_or(spec->norm_eps);
   std::string rope_field = "rope_scaling";
   LLMRT_RETURN_IF_ERROR(parseRope(root, where, &c, &rope_field));
 
-  std::optional<bool> tie, attn_bias, mlp_bias;
+  std::optional<bool> tie;
   LLMRT_RETURN_IF_ERROR(detail::readBool(root, "tie_word_embeddings", "tie_word_embeddings", where, &tie));
-  c.tie_word_embeddings = tie.value_or(false);
-  switch (c.arch) {
-    case ModelArch::kLlama:
-      LLMRT_RETURN_IF_ERROR(detail::readBool(root, "attention_bias", "attention_bias", where, &attn_bias));
-      LLMRT_RETURN_IF_ERROR(detail::readBool(root, "mlp_bias", "mlp_bias", where, &mlp_bias));
-      c.attention_bias = attn_bias.value_or(false);
-      c.o_proj_bias = c.attention_bias;
-      c.mlp_bias = mlp_bias.value_or(false);
-      break;
-    case ModelArch::kMistral:
-      c.attention_bias = c.o_proj_bias = c.mlp_bias = false;
-      break;
-    case ModelArch::kQwen2:
-      c.attention_bias = true;
-      c.o_proj_bias = false;
-      c.mlp_bias = false;
-      break;
-  }
-  LLMRT_RETURN_IF_ERROR(parseHiddenAct(root, where, &c));
-  LLMRT_RETURN_IF_ERROR(parseSlidingWindow(root, where, *spec, &c));
+  c.tie_word_embeddings = tie.value_or(spec->tie_word_embeddings);
+  LLMRT_RETURN_IF_ERROR(parseHiddenAct(root, where, *spec, &c));
+  LLMRT_RETURN_IF_ERROR(spec->describe(root, where, &c));
+  if (c.decoder.attention_scale == 0.0 && c.head_dim > 0)
+    c.decoder.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
 
   std::optional<std::vector<int64_t>> bos, eos;
   LLMRT_RETURN_IF_ERROR(detail::readIntOrIntList(root, "bos_token_id", "bos_token_id", where, &bos));

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/logging.h"
+#include "loader/arch_table.h"
 #include "loader/config_parser.h"
 
 namespace llmrt {
@@ -122,9 +123,26 @@ Status detail::validateModelConfig(const ModelConfig& c, std::string_view where,
     return fieldError(where, "head_dim", std::to_string(c.head_dim),
                       "an even integer (RoPE rotates pairs)" + derived);
   }
-  if (!std::isfinite(c.rms_norm_eps) || c.rms_norm_eps <= 0 || c.rms_norm_eps >= 1) {
-    return fieldError(where, "rms_norm_eps", num(c.rms_norm_eps), "a number in (0, 1)");
+  if (!std::isfinite(c.norm_eps) || c.norm_eps <= 0 || c.norm_eps >= 1) {
+    return fieldError(where, archEntry(c.arch).keys.norm_eps, num(c.norm_eps), "a number in (0, 1)");
   }
+  const DecoderDescription& d = c.decoder;
+  if (d.num_experts > 0) {
+    LLMRT_RETURN_IF_ERROR(checkInt(where, "num_experts", d.num_experts, 1, 1 << 16));
+    LLMRT_RETURN_IF_ERROR(checkInt(where, "num_experts_per_tok", d.experts_per_token, 1, d.num_experts));
+    LLMRT_RETURN_IF_ERROR(checkInt(where, "moe_intermediate_size", d.moe_intermediate_size, 1, kMaxIntermediate));
+    LLMRT_RETURN_IF_ERROR(checkInt(where, "shared_expert_intermediate_size", d.shared_expert_intermediate_size, 0,
+                                   kMaxIntermediate));
+    LLMRT_RETURN_IF_ERROR(checkInt(where, "decoder_sparse_step", d.decoder_sparse_step, 1, kMaxLayers));
+    for (int64_t l : d.mlp_only_layers)
+      LLMRT_RETURN_IF_ERROR(checkInt(where, "mlp_only_layers", l, 0, c.num_hidden_layers - 1));
+  }
+  if (!std::isfinite(d.attention_scale) || d.attention_scale <= 0)
+    return fieldError(where, "attention scale", num(d.attention_scale), "a finite number > 0");
+  if (!std::isfinite(d.attn_logit_softcap) || d.attn_logit_softcap < 0)
+    return fieldError(where, "attn_logit_softcapping", num(d.attn_logit_softcap), "a number >= 0 or null");
+  if (!std::isfinite(d.final_logit_softcap) || d.final_logit_softcap < 0)
+    return fieldError(where, "final_logit_softcapping", num(d.final_logit_softcap), "a number >= 0 or null");
   LLMRT_RETURN_IF_ERROR(checkSequenceLength(where, "max_position_embeddings", c.max_position_embeddings));
   LLMRT_RETURN_IF_ERROR(validateRope(c, where, rope_field));
 
@@ -153,20 +171,19 @@ Status detail::validateModelConfig(const ModelConfig& c, std::string_view where,
 
 std::optional<int64_t> ModelConfig::slidingWindowForLayer(int64_t layer) const {
   if (layer < 0 || layer >= num_hidden_layers) return std::nullopt;
-  switch (arch) {
-    case ModelArch::kLlama:
-      return std::nullopt;
-    case ModelArch::kMistral:
-      return sliding_window;
-    case ModelArch::kQwen2:
-      if (!layer_types.empty()) {
-        if (layer_types[static_cast<size_t>(layer)] != "sliding_attention") return std::nullopt;
-        return sliding_window;  // nullopt unless use_sliding_window, as in HF
-      }
-      if (use_sliding_window && layer >= max_window_layers) return sliding_window;
-      return std::nullopt;
-  }
-  return std::nullopt;
+  // Per-layer types where the family has them (Qwen2, Gemma-2), else the one window of every
+  // layer (Mistral, Phi-3; none for Llama and most others). Qwen2's window is nullopt unless
+  // use_sliding_window, as in HF.
+  if (!layer_types.empty() && layer_types[static_cast<size_t>(layer)] != "sliding_attention") return std::nullopt;
+  return sliding_window;
+}
+
+bool ModelConfig::moeLayer(int64_t layer) const {
+  const DecoderDescription& d = decoder;
+  if (d.num_experts <= 0 || layer < 0 || layer >= num_hidden_layers) return false;
+  for (int64_t l : d.mlp_only_layers)
+    if (l == layer) return false;
+  return d.decoder_sparse_step > 0 && (layer + 1) % d.decoder_sparse_step == 0;
 }
 
 std::string_view ropeScalingTypeName(RopeScalingType type) {
@@ -185,16 +202,6 @@ std::string_view ropeScalingTypeName(RopeScalingType type) {
   return "?";
 }
 
-std::string_view modelArchName(ModelArch arch) {
-  switch (arch) {
-    case ModelArch::kLlama:
-      return "llama";
-    case ModelArch::kMistral:
-      return "mistral";
-    case ModelArch::kQwen2:
-      return "qwen2";
-  }
-  return "?";
-}
+std::string_view modelArchName(ModelArch arch) { return archEntry(arch).model_type; }
 
 }  // namespace llmrt

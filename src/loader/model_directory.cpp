@@ -4,7 +4,7 @@
 #include "core/mapped_file.h"
 #include "loader/config_parser.h"
 #include "loader/json_util.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 
 namespace llmrt {
 
@@ -46,7 +46,7 @@ Result<ModelDirectory> ModelDirectory::open(const std::string& dir, const ModelD
   LLMRT_ASSIGN_OR_RETURN(m.weights, WeightStore::openDirectory(dir));
   if (options.reject_quantized) LLMRT_RETURN_IF_ERROR(checkNotQuantized(m.quantization, m.weights));
   if (options.check_weights) {
-    LLMRT_ASSIGN_OR_RETURN(m.unused_tensors, checkLlamaWeights(m.config, m.weights));
+    LLMRT_ASSIGN_OR_RETURN(m.unused_tensors, checkWeights(m.config, m.weights));
     if (!m.unused_tensors.empty()) {
       LLMRT_LOG_INFO("%s: %zu tensor(s) not used by %s (first: %s)", m.weights.source().c_str(),
                      m.unused_tensors.size(), m.config.architecture.c_str(), m.unused_tensors[0].c_str());

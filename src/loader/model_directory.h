@@ -16,7 +16,7 @@
 namespace llmrt {
 
 struct ModelDirectoryOptions {
-  // Check every expected tensor's presence, shape and dtype (checkLlamaWeights).
+  // Check every expected tensor's presence, shape and dtype (checkWeights).
   bool check_weights = true;
   // Refuse a quantized checkpoint (checkNotQuantized): Unimplemented naming the
   // method and a quantized tensor. Off only to describe one (`llmrt inspect`).
@@ -36,7 +36,7 @@ struct ModelDirectory {
   // Opens `dir`. Errors: NotFound for a missing directory, config.json or
   // weights; the parsers' errors (naming the file and field) for bad contents;
   // Unimplemented for a quantized checkpoint (checkNotQuantized), checked
-  // before checkLlamaWeights' errors for missing or misshapen tensors.
+  // before checkWeights' errors for missing or misshapen tensors.
   static Result<ModelDirectory> open(const std::string& dir, const ModelDirectoryOptions& options = {});
 };
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/logging.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 #include "loader/model_directory.h"
 
 namespace llmrt {
@@ -55,6 +55,39 @@ std::string describeRope(const ModelConfig& c) {
       return s + ", truncate " + (r.truncate ? "true" : "false") + ")";
   }
   return s;
+}
+
+std::string_view residualName(ResidualWiring r) {
+  switch (r) {
+    case ResidualWiring::kSequential: return "sequential (x += attn(norm(x)); x += mlp(norm(x)))";
+    case ResidualWiring::kParallel: return "parallel, one norm (x += attn(n(x)) + mlp(n(x)))";
+    case ResidualWiring::kParallelTwoNorms: return "parallel, two norms (x += attn(n1(x)) + mlp(n2(x)))";
+    case ResidualWiring::kSandwich: return "sandwich (x += n2(attn(n1(x))); x += n4(mlp(n3(x))))";
+  }
+  return "?";
+}
+
+std::string describeNorm(const ModelConfig& c) {
+  const DecoderDescription& d = c.decoder;
+  std::string s = d.norm == NormKind::kRmsNorm ? "RMSNorm" : "LayerNorm";
+  if (d.norm_bias) s += " with bias";
+  if (d.norm_weight_offset_one) s += ", weight (1 + w)";
+  return s + ", eps " + strprintf("%g", c.norm_eps);
+}
+
+std::string describePositions(const ModelConfig& c) {
+  const DecoderDescription& d = c.decoder;
+  if (d.positions == PositionEncoding::kLearned) return "learned absolute (" + std::to_string(c.max_position_embeddings) + ")";
+  if (d.positions == PositionEncoding::kAlibi) return "ALiBi";
+  const auto rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+  return "rotary on " + std::to_string(rotary) + " of " + std::to_string(c.head_dim) + " features, " +
+         (d.rotary_layout == RotaryLayout::kHalf ? "half (rotate_half)" : "interleaved pairs (rotate_every_two)");
+}
+
+std::string describeMlp(const ModelConfig& c) {
+  const DecoderDescription& d = c.decoder;
+  return std::string(d.mlp_gated ? "gated " : "plain ") + c.hidden_act + (c.mlp_bias ? ", with bias" : "") +
+         (d.lm_head_bias ? "; LM head with bias" : "");
 }
 
 std::vector<int64_t> slidingLayers(const ModelConfig& c) {
@@ -153,7 +186,7 @@ Result<ModelInfo> inspectModel(const std::string& dir) {
     info.weights_error = q.message();
     return info;
   }
-  Result<std::vector<std::string>> check = checkLlamaWeights(m.config, m.weights);
+  Result<std::vector<std::string>> check = checkWeights(m.config, m.weights);
   info.weights_valid = check.isOk();
   if (check.isOk()) {
     info.unused_tensors = std::move(check).value();
@@ -190,7 +223,13 @@ std::string formatModelInfo(const ModelInfo& info) {
   row("sliding window", describeSlidingWindow(c));
   row("tied embeddings", c.tie_word_embeddings ? "yes" : "no");
   row("biases", describeBiases(c));
-  row("rms_norm_eps", g(c.rms_norm_eps));
+  row("norm", describeNorm(c));
+  row("positions", describePositions(c));
+  row("residual", std::string(residualName(c.decoder.residual)));
+  row("mlp", describeMlp(c));
+  if (c.decoder.attn_logit_softcap > 0 || c.decoder.final_logit_softcap > 0 || c.decoder.embedding_multiplier != 1.0)
+    row("scaling", "attention logits soft-cap " + g(c.decoder.attn_logit_softcap) + ", final logits soft-cap " +
+                       g(c.decoder.final_logit_softcap) + ", embeddings x " + g(c.decoder.embedding_multiplier));
   row("bos / eos", joinIds(c.bos_token_ids) + " / " + joinIds(c.eos_token_ids));
   row("weights memory", formatBytes(info.weights_bytes) + " (" + std::to_string(info.weights_bytes) +
                             " bytes; " + std::to_string(info.tensor_count) + " tensors in " +
@@ -288,7 +327,17 @@ std::string modelInfoToJson(const ModelInfo& info) {
       {"hidden_act", c.hidden_act},
       {"vocab_size", c.vocab_size},
       {"max_position_embeddings", c.max_position_embeddings},
-      {"rms_norm_eps", c.rms_norm_eps},
+      {"norm_eps", c.norm_eps},
+      {"decoder",
+       {{"norm", describeNorm(c)},
+        {"positions", describePositions(c)},
+        {"residual", residualName(c.decoder.residual)},
+        {"mlp", describeMlp(c)},
+        {"attention_scale", c.decoder.attention_scale},
+        {"attn_logit_softcap", c.decoder.attn_logit_softcap},
+        {"final_logit_softcap", c.decoder.final_logit_softcap},
+        {"embedding_multiplier", c.decoder.embedding_multiplier},
+        {"lm_head_bias", c.decoder.lm_head_bias}}},
       {"rope", rope},
       {"sliding_window", optionalJson(c.sliding_window)},
       {"sliding_window_layers", slidingLayers(c)},

@@ -29,10 +29,23 @@ double yarnCorrectionDim(double num_rotations, int64_t dim, double base, double 
 
 }  // namespace
 
+std::vector<float> alibiSlopes(int64_t n) {
+  int64_t c = 1;
+  while (c * 2 <= n) c *= 2;
+  std::vector<float> s;
+  const double base = std::pow(2.0, -8.0 / static_cast<double>(c));
+  for (int64_t h = 1; h <= c; ++h) s.push_back(static_cast<float>(std::pow(base, static_cast<double>(h))));
+  const double extra = std::pow(2.0, -4.0 / static_cast<double>(c));
+  for (int64_t i = 0; i < std::min(c, n - c); ++i)
+    s.push_back(static_cast<float>(std::pow(extra, static_cast<double>(2 * i + 1))));
+  return s;
+}
+
 bool ropeDependsOnLength(const ModelConfig& c) { return c.rope_scaling.type == RopeScalingType::kDynamic; }
 
 RopeTable computeRopeTable(const ModelConfig& c, int64_t seq_len) {
   RopeTable t;
+  if (c.decoder.positions != PositionEncoding::kRotary) return t;  // nothing rotates (rotary_dim 0)
   t.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
   const int64_t dim = t.rotary_dim;
   const RopeScaling& s = c.rope_scaling;

@@ -23,4 +23,9 @@ RopeTable computeRopeTable(const ModelConfig& config, int64_t seq_len);
 // True when the table depends on the sequence length (dynamic NTK).
 bool ropeDependsOnLength(const ModelConfig& config);
 
+// ALiBi slopes of `num_heads` heads as BLOOM's build_alibi_tensor (and Baichuan, Falcon) make
+// them: 2^(-8/c)^(h+1) for the c = 2^floor(log2 n) first heads, then the odd powers of
+// 2^(-4/c) for the rest.
+std::vector<float> alibiSlopes(int64_t num_heads);
+
 }  // namespace llmrt

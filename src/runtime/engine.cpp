@@ -193,13 +193,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   }
   if (!cfg.bos_token_ids.empty()) e->bos_id_ = static_cast<TokenId>(cfg.bos_token_ids.front());
 
-  if (e->dir_.tokenizer_json) {
-    LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromFile(*e->dir_.tokenizer_json));
-  }
+  // tokenizer.json, else tokenizer.model, else *.tiktoken; none: null (token ids only).
+  LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromDirectory(e->dir_.dir));
 
   LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(e->resolved_));
   const WeightStore* weights = &e->dir_.weights;
-  LLMRT_ASSIGN_OR_RETURN(e->model_, LlamaModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
+  LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
                                                      *e->backend_));
   LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
   LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",

@@ -16,7 +16,7 @@
 #include "llmrt/tokenizer.h"
 #include "loader/model_directory.h"
 #include "model/attention_windows.h"
-#include "model/llama_model.h"
+#include "model/decoder_model.h"
 #include "runtime/model_runner.h"
 
 namespace llmrt {
@@ -63,7 +63,7 @@ class Engine {
   const ResolvedConfig& resolved() const { return resolved_; }
   const ModelConfig& modelConfig() const { return dir_.config; }
   const ModelDirectory& modelDirectory() const { return dir_; }
-  // The tokenizer; null when the directory has no tokenizer.json.
+  // The tokenizer (Tokenizer::fromDirectory); null when the directory has none.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
   // EOS ids: generation_config.json's when present, else config.json's.
   std::span<const TokenId> eosIds() const { return eos_ids_; }
@@ -83,7 +83,7 @@ class Engine {
   ResolvedConfig resolved_;
   ModelDirectory dir_;
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<DecoderModel> model_;
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ModelRunner> runner_;

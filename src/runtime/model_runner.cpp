@@ -38,7 +38,7 @@ bool ModelRunner::plainGreedy(const StepSequence& s) {
          (p.min_tokens == 0 || s.state->numGenerated() >= p.min_tokens);
 }
 
-ModelRunner::ModelRunner(LlamaModel& model, Backend& backend, std::vector<TokenId> eos_ids)
+ModelRunner::ModelRunner(DecoderModel& model, Backend& backend, std::vector<TokenId> eos_ids)
     : model_(model), backend_(backend), eos_ids_(std::move(eos_ids)) {}
 
 Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSequence> seqs,

@@ -15,7 +15,7 @@
 #include "backend/backend.h"
 #include "kv/kv_types.h"
 #include "llmrt/sampling_params.h"
-#include "model/llama_model.h"
+#include "model/decoder_model.h"
 #include "runtime/device_sampling.h"
 #include "runtime/forward_batch.h"
 #include "runtime/step_builder.h"
@@ -51,7 +51,7 @@ struct StepSequenceResult {
 
 class ModelRunner {
  public:
-  ModelRunner(LlamaModel& model, Backend& backend, std::vector<TokenId> eos_ids);
+  ModelRunner(DecoderModel& model, Backend& backend, std::vector<TokenId> eos_ids);
 
   // Runs one step to completion: launch(seqs, copies, false) then collect(). Fails as a whole
   // only when the model or the KV copies fail.
@@ -106,7 +106,7 @@ class ModelRunner {
   // The token the previous (uncollected, async) launch sampled at result row `src` (waits for it).
   Result<int32_t> previousToken(int32_t src);
 
-  LlamaModel& model_;
+  DecoderModel& model_;
   Backend& backend_;
   StepBuilder step_builder_;  // positions, slots, padding of each step
   std::vector<TokenId> eos_ids_;

@@ -12,7 +12,7 @@ int64_t StepBuilder::decodeBucket(int64_t n) {
   return n;
 }
 
-Result<StepInputs> StepBuilder::build(const ForwardBatch& batch, const LlamaModel& model, const Backend& backend,
+Result<StepInputs> StepBuilder::build(const ForwardBatch& batch, const DecoderModel& model, const Backend& backend,
                                       StepLayout* layout) {
   const ModelConfig& c = model.config();
   const RopeTable& rope = model.ropeTable();

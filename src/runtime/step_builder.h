@@ -3,14 +3,14 @@
 // backend's StepInputs: each row's position and KV cache slot, the sequences' row ranges and
 // block tables, the logits rows, the RoPE tables (one per sequence where the scaling depends
 // on the length: dynamic NTK) and, for decode steps a backend records (CUDA graphs), padding
-// to a bucket size. The model then only composes ops over the rows (LlamaModel::forward).
+// to a bucket size. The model then only composes ops over the rows (DecoderModel::forward).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "backend/backend.h"
-#include "model/llama_model.h"
+#include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
 
 namespace llmrt {
@@ -26,7 +26,7 @@ class StepBuilder {
   // Lays out `batch` for `model` on `backend` (its pools' tokens_per_block, whether it records).
   // The returned StepInputs view this builder's buffers: valid until the next build().
   // Errors: an empty batch, no KV pools, a block table too short for its sequence.
-  Result<StepInputs> build(const ForwardBatch& batch, const LlamaModel& model, const Backend& backend,
+  Result<StepInputs> build(const ForwardBatch& batch, const DecoderModel& model, const Backend& backend,
                            StepLayout* layout);
 
  private:

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/logging.h"
-#include "core/mapped_file.h"
 #include "tokenizer/unicode.h"
 
 namespace llmrt {
@@ -39,11 +38,6 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::fromJson(std::string_view json, st
   } catch (const std::bad_alloc&) {
     return resourceExhausted(std::string(source) + ": out of memory while building the tokenizer");
   }
-}
-
-Result<std::unique_ptr<Tokenizer>> Tokenizer::fromFile(const std::string& path) {
-  LLMRT_ASSIGN_OR_RETURN(std::string text, readTextFile(path));
-  return fromJson(text, path);
 }
 
 namespace tok {

@@ -271,6 +271,31 @@ else
   skip_checks "shared test data absent: $stories" stories_exact
 fi
 
+# A directory without tokenizer.json: its tokenizer.model (SentencePiece) gives the same prompt ids
+# (BOS first; the piece itself is "<s>") and the same greedy text.
+stories_sentencepiece() {
+  expect 0 '"ids": ?\[1, ?403, ?407, ?261, ?378\], ?"tokens": ?\["<s>", ?"▁Once"' -- \
+    "$bin" tokenize --model "$tmp/stories-sp" --json "Once upon a time"
+  expect 0 "^Once upon a time, there was a little girl named Lily" -- \
+    "$bin" generate --model "$tmp/stories-sp" --prompt "Once upon a time" --max-tokens 16 --temperature 0
+  expect 1 "tokenizer.model: not a valid SentencePiece model \(truncated or corrupt\?\)" -- \
+    "$bin" tokenize --model "$tmp/stories-sp-cut" hi
+}
+if [[ -f $stories/tokenizer.model ]]; then
+  mkdir -p "$tmp/stories-sp" "$tmp/stories-sp-cut"
+  for f in config.json model.safetensors generation_config.json tokenizer.model tokenizer_config.json; do
+    cp "$stories/$f" "$tmp/stories-sp/"
+  done
+  head -c 3000 "$stories/tokenizer.model" >"$tmp/stories-sp-cut/tokenizer.model"
+  if "$bin" tokenize --model "$tmp/stories-sp" hi 2>&1 | grep -q "no SentencePiece support"; then
+    skip_checks "this build has no SentencePiece (LLMRT_SENTENCEPIECE=OFF)" stories_sentencepiece
+  else
+    stories_sentencepiece
+  fi
+else
+  skip_checks "shared test data absent: $stories" stories_sentencepiece
+fi
+
 # The bundled model's own facts, always: every golden.json case through batch mode (text prompts,
 # so tokenization too) gives HF transformers' greedy ids and text; its tokenizer and size.
 python3 -c 'import json, sys

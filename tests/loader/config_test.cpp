@@ -40,7 +40,7 @@ TEST(Config, TinyLlama) {
   EXPECT_FALSE(c.head_dim_explicit);
   EXPECT_EQ(c.qSize(), 16);
   EXPECT_EQ(c.kvSize(), 8);
-  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
   EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
   EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kNone);
   EXPECT_EQ(c.max_position_embeddings, 64);
@@ -115,7 +115,7 @@ TEST(Config, RealQwen2) {
   EXPECT_EQ(c.max_window_layers, 24);
   ASSERT_EQ(c.layer_types.size(), 24u);
   for (int64_t l = 0; l < 24; ++l) EXPECT_FALSE(c.slidingWindowForLayer(l).has_value());
-  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-6);
 
   ModelConfig y = fixture("qwen2.5-7b-instruct-yarn.json");
   EXPECT_EQ(y.rope_scaling.type, RopeScalingType::kYarn);
@@ -488,8 +488,8 @@ TEST(Config, AbsurdValues) {
       {"torch_dtype", 16, {"'torch_dtype' has value 16", "a string"}},
       {"architectures", "LlamaForCausalLM", {"'architectures' has value \"LlamaForCausalLM\"", "list"}},
       {"architectures",
-       Json::array({"GPT2LMHeadModel"}),
-       {"'architectures'", "GPT2LMHeadModel", "unsupported architecture"}},
+       Json::array({"BloomForCausalLM"}),
+       {"'architectures'", "BloomForCausalLM", "unsupported architecture"}},
       {"model_type", "qwen2", {"'model_type' has value \"qwen2\"", "\"llama\" to match architectures[0]"}},
   };
   for (const Case& k : cases) {
@@ -520,8 +520,8 @@ TEST(Config, MissingAndUnknown) {
   Json j = tinyConfig("llama");
   j.erase("architectures");
   EXPECT_EQ(parseOk(j).architecture, "LlamaForCausalLM");  // model_type alone is enough
-  j["model_type"] = "gpt2";
-  EXPECT_ERROR_CONTAINS(parse(j), "'model_type' has value \"gpt2\"", "one of llama, mistral, qwen2");
+  j["model_type"] = "bloom";
+  EXPECT_ERROR_CONTAINS(parse(j), "'model_type' has value \"bloom\"", "one of llama, mistral, qwen2, gpt2");
   j.erase("model_type");
   EXPECT_ERROR_CONTAINS(parse(j), "'architectures' has value (missing)");
   j = tinyConfig("mistral");

@@ -11,7 +11,7 @@
 
 #include "core/mapped_file.h"
 #include "loader/config_parser.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 
 namespace llmrt::testutil {
 
@@ -114,7 +114,7 @@ Json tinyConfig(std::string_view model_type) {
 void writeCheckpoint(const std::string& dir, const ModelConfig& config, const CheckpointOptions& o) {
   std::vector<StTensor> all;
   int idx = 0;
-  for (const ExpectedTensor& e : expectedLlamaTensors(config)) {
+  for (const ExpectedTensor& e : expectedTensors(config)) {
     ++idx;
     if (o.skip.count(e.name)) continue;
     StTensor t;

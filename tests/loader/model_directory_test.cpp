@@ -7,7 +7,7 @@
 #include "core/logging.h"
 #include "llmrt/model_info.h"
 #include "loader/config_parser.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 #include "loader_test_util.h"
 
 namespace llmrt {
@@ -21,12 +21,12 @@ using testutil::tinyConfig;
 using testutil::writeFile;
 using testutil::writeModelDir;
 
-TEST(LlamaWeights, ExpectedNamesAndShapes) {
+TEST(DecoderWeights, ExpectedLlamaNamesAndShapes) {
   Json j = tinyConfig("llama");
   j["num_hidden_layers"] = 1;
   ModelConfig c = *parseModelConfig(j.dump());
   std::vector<std::string> names;
-  for (const ExpectedTensor& e : expectedLlamaTensors(c)) names.push_back(e.name + " " + e.shape.toString());
+  for (const ExpectedTensor& e : expectedTensors(c)) names.push_back(e.name + " " + e.shape.toString());
   EXPECT_EQ(names, (std::vector<std::string>{
                        "model.embed_tokens.weight [32, 16]",
                        "model.layers.0.input_layernorm.weight [16]",
@@ -41,7 +41,6 @@ TEST(LlamaWeights, ExpectedNamesAndShapes) {
                        "model.norm.weight [16]",
                        "lm_head.weight [32, 16]",
                    }));
-  EXPECT_EQ(llamaLayerTensorName(7, "mlp.up_proj.weight"), "model.layers.7.mlp.up_proj.weight");
 
   auto has = [](const std::vector<ExpectedTensor>& v, const std::string& n) {
     for (const auto& e : v)
@@ -51,7 +50,7 @@ TEST(LlamaWeights, ExpectedNamesAndShapes) {
   // Qwen2: q/k/v biases, no o_proj bias.
   Json q = tinyConfig("qwen2");
   q["tie_word_embeddings"] = true;
-  auto qt = expectedLlamaTensors(*parseModelConfig(q.dump()));
+  auto qt = expectedTensors(*parseModelConfig(q.dump()));
   EXPECT_TRUE(has(qt, "model.layers.1.self_attn.q_proj.bias"));
   EXPECT_TRUE(has(qt, "model.layers.1.self_attn.k_proj.bias"));
   EXPECT_TRUE(has(qt, "model.layers.1.self_attn.v_proj.bias"));
@@ -62,7 +61,7 @@ TEST(LlamaWeights, ExpectedNamesAndShapes) {
   Json l = tinyConfig("llama");
   l["attention_bias"] = true;
   l["mlp_bias"] = true;
-  auto lt = expectedLlamaTensors(*parseModelConfig(l.dump()));
+  auto lt = expectedTensors(*parseModelConfig(l.dump()));
   EXPECT_TRUE(has(lt, "model.layers.0.self_attn.o_proj.bias"));
   EXPECT_TRUE(has(lt, "model.layers.0.mlp.down_proj.bias"));
   for (const auto& e : lt) {
@@ -72,29 +71,28 @@ TEST(LlamaWeights, ExpectedNamesAndShapes) {
   EXPECT_EQ(lt.size(), 1 + 2 * (2 + 4 + 4 + 3 + 3) + 1 + 1u);
 }
 
-// The one Llama tensor table, as the model reads it (src/model/llama_model.cpp).
-TEST(LlamaWeights, TableNamesShapesAndPresence) {
+// The decoder weights in the model's layout, as the model reads them (src/model/decoder_model.cpp).
+TEST(DecoderWeights, ShapesAndPresence) {
   ModelConfig q = *parseModelConfig(tinyConfig("qwen2").dump());
-  EXPECT_EQ(llamaTensorName(LlamaTensor::kKBias, 3), "model.layers.3.self_attn.k_proj.bias");
-  EXPECT_EQ(llamaTensorName(LlamaTensor::kLmHead, 3), "lm_head.weight");
-  EXPECT_EQ(llamaTensorName(LlamaTensor::kEmbedTokens), "model.embed_tokens.weight");
-  EXPECT_EQ(llamaTensorShape(LlamaTensor::kOProj, q), (Shape{16, 16}));
-  EXPECT_EQ(llamaTensorShape(LlamaTensor::kKProj, q), (Shape{8, 16}));
-  EXPECT_EQ(llamaTensorShape(LlamaTensor::kDownProj, q), (Shape{16, 24}));
-  EXPECT_EQ(llamaTensorShape(LlamaTensor::kVBias, q), (Shape{8}));
-  EXPECT_EQ(llamaTensorFormula(LlamaTensor::kDownProj), "[hidden_size, intermediate_size]");
-  EXPECT_EQ(llamaTensorFormula(LlamaTensor::kQBias), "[num_attention_heads*head_dim]");
-  EXPECT_TRUE(llamaTensorPresent(LlamaTensor::kQBias, q));
-  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kOBias, q));
-  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kUpBias, q));
-  EXPECT_TRUE(llamaTensorPresent(LlamaTensor::kLmHead, q));
+  EXPECT_EQ(decoderWeightName(DecoderWeight::kQkvBias, 3), "layers.3.qkv.bias");
+  EXPECT_EQ(decoderWeightName(DecoderWeight::kLmHead, 3), "lm_head");
+  EXPECT_EQ(decoderWeightShape(DecoderWeight::kQkv, q), (Shape{32, 16}));
+  EXPECT_EQ(decoderWeightShape(DecoderWeight::kO, q), (Shape{16, 16}));
+  EXPECT_EQ(decoderWeightShape(DecoderWeight::kUp, q), (Shape{48, 16}));
+  EXPECT_EQ(decoderWeightShape(DecoderWeight::kDown, q), (Shape{16, 24}));
+  EXPECT_EQ(decoderWeightShape(DecoderWeight::kQkvBias, q), (Shape{32}));
+  EXPECT_TRUE(decoderWeightPresent(DecoderWeight::kQkvBias, q));
+  EXPECT_FALSE(decoderWeightPresent(DecoderWeight::kOBias, q));
+  EXPECT_FALSE(decoderWeightPresent(DecoderWeight::kUpBias, q));
+  EXPECT_FALSE(decoderWeightPresent(DecoderWeight::kPosEmbed, q));
+  EXPECT_TRUE(decoderWeightPresent(DecoderWeight::kLmHead, q));
   Json tied = tinyConfig("llama");
   tied["tie_word_embeddings"] = true;
   tied["mlp_bias"] = true;
   ModelConfig t = *parseModelConfig(tied.dump());
-  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kLmHead, t));
-  EXPECT_TRUE(llamaTensorPresent(LlamaTensor::kDownBias, t));
-  EXPECT_FALSE(llamaTensorPresent(LlamaTensor::kKBias, t));
+  EXPECT_FALSE(decoderWeightPresent(DecoderWeight::kLmHead, t));
+  EXPECT_TRUE(decoderWeightPresent(DecoderWeight::kDownBias, t));
+  EXPECT_FALSE(decoderWeightPresent(DecoderWeight::kQkvBias, t));
 }
 
 TEST(ModelDirectory, OpensEveryArchitectureSingleAndSharded) {
@@ -112,7 +110,7 @@ TEST(ModelDirectory, OpensEveryArchitectureSingleAndSharded) {
         ASSERT_TRUE(m.isOk()) << m.status().toString();
         EXPECT_EQ(m->config.arch, cfg.arch);
         EXPECT_EQ(m->weights.files().size(), static_cast<size_t>(shards));
-        EXPECT_EQ(m->weights.size(), expectedLlamaTensors(cfg).size());
+        EXPECT_EQ(m->weights.size(), expectedTensors(cfg).size());
         EXPECT_TRUE(m->unused_tensors.empty());
         EXPECT_FALSE(m->generation.has_value());
         EXPECT_FALSE(m->tokenizer_json.has_value());
@@ -311,7 +309,7 @@ TEST(ModelInfo, InspectTinyModel) {
   auto info = inspectModel(tmp.path());
   ASSERT_TRUE(info.isOk()) << info.status().toString();
   int64_t params = 0;
-  for (const auto& e : expectedLlamaTensors(cfg)) params += e.shape.numel();
+  for (const auto& e : expectedTensors(cfg)) params += e.shape.numel();
   EXPECT_EQ(info->parameter_count, params);
   EXPECT_EQ(info->weights_bytes, static_cast<uint64_t>(params) * 2u);
   EXPECT_EQ(info->dtype, "BF16");

@@ -10,7 +10,7 @@
 
 #include "llmrt/model_info.h"
 #include "loader/config_parser.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 #include "loader/model_directory.h"
 #include "loader_test_util.h"
 
@@ -41,7 +41,7 @@ CheckpointOptions quantizedLinears(const Json& config, Replace replace) {
   CheckpointOptions o;
   o.dtype = DType::kBF16;
   const ModelConfig c = *parseModelConfig(Json(config).dump());
-  for (const ExpectedTensor& e : expectedLlamaTensors(c)) {
+  for (const ExpectedTensor& e : expectedTensors(c)) {
     if (!isLinearWeight(e.name)) continue;
     o.skip.insert(e.name);
     replace(e.name, e.shape, &o.extra);
@@ -261,7 +261,7 @@ TEST(Quantization, ConfigAloneOrAScaleTensorAloneIsEnough) {
 }
 
 TEST(Quantization, QuantizedDtypesFailTheWeightCheckToo) {
-  // With the quantization check off, checkLlamaWeights still refuses codes as weights.
+  // With the quantization check off, checkWeights still refuses codes as weights.
   for (const char* dt : {"F8_E4M3", "I8", "U8"}) {
     SCOPED_TRACE(dt);
     TempDir tmp;

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "llmrt/model_info.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 #include "loader/model_directory.h"
 #include "loader_test_util.h"
 #include "test_models.h"
@@ -58,7 +58,7 @@ TEST_P(RealModelTest, LoadsAndChecks) {
   EXPECT_EQ(c.head_dim, rm.head_dim);
   EXPECT_EQ(c.intermediate_size, rm.intermediate);
   EXPECT_EQ(c.max_position_embeddings, rm.max_pos);
-  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
   EXPECT_DOUBLE_EQ(c.rope_theta, 10000.0);
   EXPECT_EQ(c.rope_scaling.type, RopeScalingType::kNone);
   EXPECT_TRUE(c.tie_word_embeddings);
@@ -67,7 +67,7 @@ TEST_P(RealModelTest, LoadsAndChecks) {
 
   EXPECT_FALSE(m->weights.contains("lm_head.weight"));
   EXPECT_TRUE(m->unused_tensors.empty());
-  EXPECT_EQ(m->weights.size(), expectedLlamaTensors(c).size());
+  EXPECT_EQ(m->weights.size(), expectedTensors(c).size());
   EXPECT_EQ(m->weights.totalParameters(), rm.params);
   EXPECT_EQ(m->weights.totalBytes(), static_cast<uint64_t>(rm.params) * dtypeSize(rm.dtype));
   for (const WeightEntry& e : m->weights.entries()) EXPECT_EQ(e.dtype, rm.dtype) << e.name;

@@ -113,7 +113,7 @@ Result<LoadedModel> loadMistral(std::optional<int64_t> window, int64_t tpb = 4) 
   m.backend = std::make_unique<CpuBackend>(2);
   const WeightStore* store = &m.store;
   LLMRT_ASSIGN_OR_RETURN(
-      m.model, LlamaModel::load(
+      m.model, DecoderModel::load(
                    m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend));
   LLMRT_RETURN_IF_ERROR(
       m.backend->allocateKvPools(KvPoolGeometry{256, m.config.num_hidden_layers, m.config.num_key_value_heads,

@@ -1,7 +1,10 @@
 // The invariants the executor builds on: packing several sequences into one
 // step, splitting a prompt into chunks, or starting from a cached prefix gives
 // the same logits and tokens as running each prompt alone in one piece. On stories260K
-// (../shared/testdata; skipped where absent) and the bundled llmrt-tiny (tests/test_models.h).
+// (../shared/testdata; skipped where absent), the bundled llmrt-tiny (tests/test_models.h) and
+// every architecture's golden checkpoint (tests/data/golden: random weights, no trained bos).
+#include <filesystem>
+
 #include "model_test_util.h"
 #include "test_models.h"
 
@@ -12,9 +15,33 @@ constexpr double kRel = 1e-5, kAbs = 1e-6;
 
 class BatchInvariance : public ::testing::TestWithParam<std::string> {};
 
+// The model directory and bos id of a parameter: a trained model's name, or "golden_<fixture>".
+struct ModelUnderTest {
+  std::string dir;
+  int32_t bos = 1;
+};
+
+constexpr std::string_view kGoldenPrefix = "golden_";
+
+std::vector<std::string> modelNames() {
+  std::vector<std::string> names = testmodels::trainedModelNames();
+  const std::string root = std::string(LLMRT_TEST_DATA) + "/golden";
+  std::vector<std::string> golden;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root, ec))
+    if (std::filesystem::exists(e.path() / "golden.json")) golden.push_back(std::string(kGoldenPrefix) + e.path().filename().string());
+  std::sort(golden.begin(), golden.end());
+  names.insert(names.end(), golden.begin(), golden.end());
+  return names;
+}
+
+// Prompt ids below the vocabulary (random-weight fixtures have 256 or 320 ids).
+int64_t g_vocab = 512;
+
 std::vector<int32_t> prompt(int n, int seed, int32_t bos) {
   std::vector<int32_t> p{bos};
-  for (int i = 1; i < n; ++i) p.push_back(3 + (seed * 131 + i * 71) % 500);
+  const auto range = static_cast<int>(std::min<int64_t>(500, g_vocab - 3));
+  for (int i = 1; i < n; ++i) p.push_back(3 + (seed * 131 + i * 71) % range);
   return p;
 }
 
@@ -28,10 +55,17 @@ std::vector<float> soloLogits(LoadedModel& m, const std::vector<int32_t>& ids) {
 }
 
 TEST_P(BatchInvariance, PackedBatchEqualsSoloRuns) {
-  LLMRT_TRAINED_MODEL(tm, GetParam());
+  ModelUnderTest tm;
+  if (GetParam().starts_with(kGoldenPrefix)) {
+    tm.dir = std::string(LLMRT_TEST_DATA) + "/golden/" + GetParam().substr(kGoldenPrefix.size());
+  } else {
+    LLMRT_TRAINED_MODEL(trained, GetParam());
+    tm = {trained.dir, trained.bos};
+  }
   const int32_t bos = tm.bos;
   auto m = loadModel(tm.dir);
   ASSERT_TRUE(m.isOk()) << m.status().toString();
+  g_vocab = m->config.vocab_size;
   std::vector<std::vector<int32_t>> prompts = {prompt(5, 1, bos), prompt(17, 2, bos), prompt(1, 3, bos),
                                                prompt(33, 4, bos)};
   std::vector<std::vector<float>> solo;
@@ -54,10 +88,19 @@ TEST_P(BatchInvariance, PackedBatchEqualsSoloRuns) {
 }
 
 TEST_P(BatchInvariance, ChunkedPrefillAndCachedPrefixEqualOnePiece) {
-  LLMRT_TRAINED_MODEL(tm, GetParam());
+  ModelUnderTest tm;
+  if (GetParam().starts_with(kGoldenPrefix)) {
+    tm.dir = std::string(LLMRT_TEST_DATA) + "/golden/" + GetParam().substr(kGoldenPrefix.size());
+  } else {
+    LLMRT_TRAINED_MODEL(trained, GetParam());
+    tm = {trained.dir, trained.bos};
+  }
   const int32_t bos = tm.bos;
   auto m = loadModel(tm.dir);
   ASSERT_TRUE(m.isOk()) << m.status().toString();
+  g_vocab = m->config.vocab_size;
+  if (ropeDependsOnLength(m->config))
+    GTEST_SKIP() << "dynamic NTK rotates each step with its own length's table, so chunks differ by design";
   const std::vector<int32_t> p = prompt(41, 7, bos);
   std::vector<float> whole = soloLogits(*m, p);
   const int64_t V = m->config.vocab_size;
@@ -113,7 +156,7 @@ TEST_P(BatchInvariance, ChunkedPrefillAndCachedPrefixEqualOnePiece) {
   EXPECT_EQ(mixed, solo_tokens);
 }
 
-INSTANTIATE_TEST_SUITE_P(TrainedModels, BatchInvariance, ::testing::ValuesIn(testmodels::trainedModelNames()),
+INSTANTIATE_TEST_SUITE_P(Models, BatchInvariance, ::testing::ValuesIn(modelNames()),
                          testmodels::paramName);
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include "core/mapped_file.h"
 #include "loader/config_parser.h"
 #include "loader/weight_store.h"
-#include "model/llama_model.h"
+#include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
 #include "runtime/step_builder.h"
 
@@ -26,7 +26,7 @@ struct LoadedModel {
   ModelConfig config;
   WeightStore store;
   std::unique_ptr<CpuBackend> backend;
-  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<DecoderModel> model;
   int64_t tokens_per_block = 0;
   int64_t next_block = 0;
   StepBuilder steps;  // lays a ForwardBatch out as the runtime does
@@ -55,7 +55,7 @@ inline Result<LoadedModel> loadModel(const std::string& dir, int64_t num_blocks 
   m.backend = std::make_unique<CpuBackend>(threads);
   const WeightStore* store = &m.store;
   LLMRT_ASSIGN_OR_RETURN(
-      m.model, LlamaModel::load(m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend));
+      m.model, DecoderModel::load(m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend));
   KvPoolGeometry g{num_blocks, m.config.num_hidden_layers, m.config.num_key_value_heads, m.config.head_dim,
                    tokens_per_block, DType::kF32};
   LLMRT_RETURN_IF_ERROR(m.backend->allocateKvPools(g, 0));

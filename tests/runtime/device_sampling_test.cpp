@@ -42,8 +42,8 @@ class ReferenceSamplingBackend final : public Backend {
   int numThreads() const override { return 1; }
   uint64_t freeMemoryBytes() const override { return cpu_.freeMemoryBytes(); }
   uint64_t totalMemoryBytes() const override { return cpu_.totalMemoryBytes(); }
-  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& n) override {
-    return cpu_.loadWeight(parts, n);
+  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& n, bool borrow) override {
+    return cpu_.loadWeight(parts, n, borrow);
   }
   uint64_t weightBytes() const override { return cpu_.weightBytes(); }
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype) override {
@@ -58,6 +58,20 @@ class ReferenceSamplingBackend final : public Backend {
   Status beginStep(const StepInputs& in) override { return cpu_.beginStep(in); }
   void embedding(const TensorView& t, TensorView o) override { cpu_.embedding(t, o); }
   void rmsNorm(const TensorView& x, const TensorView& w, float e, TensorView o) override { cpu_.rmsNorm(x, w, e, o); }
+  void layerNorm(const TensorView& x, const TensorView& w, const TensorView* b, float e, TensorView o) override {
+    cpu_.layerNorm(x, w, b, e, o);
+  }
+  void activation(Activation a, const TensorView& x, TensorView o) override { cpu_.activation(a, x, o); }
+  void gatedActivation(Activation a, const TensorView& x, TensorView o) override { cpu_.gatedActivation(a, x, o); }
+  void addPositionEmbedding(const TensorView& t, TensorView x) override { cpu_.addPositionEmbedding(t, x); }
+  void add(const TensorView& y, TensorView r) override { cpu_.add(y, r); }
+  void scaleSoftcap(TensorView x, float s, float c) override { cpu_.scaleSoftcap(x, s, c); }
+  Status setAttentionExtras(const AttentionExtras& e) override { return cpu_.setAttentionExtras(e); }
+  void moeAdd(const TensorView& x, const TensorView& l, const TensorView& gu, const TensorView& d, const MoeRouting& r,
+              Activation a, TensorView res) override {
+    cpu_.moeAdd(x, l, gu, d, r, a, res);
+  }
+  void sigmoidGatedAdd(const TensorView& y, const TensorView& g, TensorView r) override { cpu_.sigmoidGatedAdd(y, g, r); }
   void linear(const TensorView& x, const TensorView& w, const TensorView* b, TensorView o) override {
     cpu_.linear(x, w, b, o);
   }

@@ -46,7 +46,8 @@ Command addPerplexityCommand(CLI::App& app) {
     auto llm = LLM::create(config);
     if (!llm.isOk()) return fail(llm.status());
     const Tokenizer* tok = (*llm)->tokenizer();
-    if (tok == nullptr) return fail("the model directory has no tokenizer.json");
+    if (tok == nullptr)
+      return fail("the model directory has no tokenizer (tokenizer.json, tokenizer.model or *.tiktoken)");
     auto encoded = tok->encode(text, false);
     if (!encoded.isOk()) return fail(encoded.status());
     const std::vector<TokenId>& ids = *encoded;

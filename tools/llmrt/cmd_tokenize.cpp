@@ -16,17 +16,26 @@ struct TokenizerSource {
   std::string tokenizer_file;
 
   void addOptions(CLI::App* cmd) {
-    auto* m = cmd->add_option("--model", model_dir, "Model directory (reads its tokenizer.json)");
-    auto* t = cmd->add_option("--tokenizer", tokenizer_file, "Path of a tokenizer.json");
+    auto* m = cmd->add_option("--model", model_dir,
+                              "Model directory (its tokenizer.json, else tokenizer.model, else *.tiktoken)");
+    auto* t = cmd->add_option("--tokenizer", tokenizer_file,
+                              "Path of a tokenizer.json, a SentencePiece *.model or a *.tiktoken file");
     m->excludes(t);
   }
 
   Result<std::unique_ptr<Tokenizer>> load() const {
     if (model_dir.empty() && tokenizer_file.empty())
       return invalidArgument("one of --model DIR or --tokenizer FILE is required");
-    std::string path = tokenizer_file.empty() ? model_dir + "/tokenizer.json" : tokenizer_file;
+    std::string path = tokenizer_file;
+    if (path.empty()) {
+      std::optional<std::string> found = Tokenizer::findInDirectory(model_dir);
+      if (!found)
+        return notFound(model_dir + ": no tokenizer.json, tokenizer.model or *.tiktoken in the directory");
+      path = *found;
+    }
     // Look before the loader opens it: a FIFO would block the open, a device never end.
     LLMRT_RETURN_IF_ERROR(checkRegularFile(path, kMaxTextFileBytes));
+    if (tokenizer_file.empty()) return Tokenizer::fromDirectory(model_dir);  // with tokenizer_config.json
     return Tokenizer::fromFile(path);
   }
 };

@@ -1,5 +1,6 @@
 // CpuBackend paged attention: for each new token, softmax(q k^T * scale) v over
-// the keys it may see (causal, optionally a sliding window), read block by
+// the keys it may see (causal, optionally a sliding window; the scores soft-capped
+// and ALiBi-biased where setAttentionExtras asked for it), read block by
 // block through the sequence's block table. GQA: query head h reads kv head
 // h / (num_heads / num_kv_heads).
 #include <algorithm>
@@ -18,6 +19,9 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
   const int64_t group = num_heads / geometry_.num_kv_heads;
   const int64_t q_stride = q.strides[0], o_stride = out.strides[0];
 
+  const float softcap = extras_.logit_softcap;
+  const float* alibi = extras_.alibi_slopes.empty() ? nullptr : extras_.alibi_slopes.data();
+  assert(alibi == nullptr || static_cast<int64_t>(extras_.alibi_slopes.size()) == num_heads);
   // Work items: (sequence, token, head), flattened.
   std::vector<int64_t> item_start(seqs.size() + 1, 0);
   for (size_t s = 0; s < seqs.size(); ++s) item_start[s + 1] = item_start[s] + seqs[s].q_len * num_heads;
@@ -46,7 +50,9 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
         const float* kv = kvBlockHead(primary_.data(), table[j / tpb], layer, 0, kvh) + (j % tpb) * hd;
         float dot = 0.0f;
         for (int64_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
-        const float sc = dot * scale;
+        float sc = dot * scale;
+        if (softcap > 0.0f) sc = softcap * std::tanh(sc / softcap);
+        if (alibi != nullptr) sc += alibi[h] * static_cast<float>(j - pos);
         scores[static_cast<size_t>(j - lo)] = sc;
         mx = std::max(mx, sc);
       }

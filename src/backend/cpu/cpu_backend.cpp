@@ -62,10 +62,11 @@ uint64_t CpuBackend::freeMemoryBytes() const {
   return totalMemoryBytes() / 2;
 }
 
-Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
+Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, const std::string& name,
+                                          bool borrowable) {
   LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
   // A single F32, contiguous, float-aligned part needs no copy.
-  if (parts.size() == 1 && parts[0].dtype == DType::kF32 && parts[0].isContiguous() &&
+  if (borrowable && parts.size() == 1 && parts[0].dtype == DType::kF32 && parts[0].isContiguous() &&
       reinterpret_cast<uintptr_t>(parts[0].data) % alignof(float) == 0) {
     weight_bytes_ += parts[0].nbytes();
     return TensorView(parts[0].data, DType::kF32, shape);

@@ -24,7 +24,8 @@ class CpuBackend final : public Backend {
   uint64_t freeMemoryBytes() const override;
   uint64_t totalMemoryBytes() const override;
 
-  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
+  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name,
+                                bool borrowable = true) override;
   uint64_t weightBytes() const override { return weight_bytes_; }
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   Status copyToHost(const TensorView& src, float* dst) override;
@@ -43,6 +44,17 @@ class CpuBackend final : public Backend {
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
+  void layerNorm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
+                 TensorView out) override;
+  void activation(Activation act, const TensorView& x, TensorView out) override;
+  void gatedActivation(Activation act, const TensorView& gate_up, TensorView out) override;
+  void addPositionEmbedding(const TensorView& table, TensorView x) override;
+  void add(const TensorView& y, TensorView residual) override;
+  void scaleSoftcap(TensorView x, float scale, float cap) override;
+  Status setAttentionExtras(const AttentionExtras& extras) override;
+  void moeAdd(const TensorView& x, const TensorView& router_logits, const TensorView& experts_gate_up,
+              const TensorView& experts_down, const MoeRouting& routing, Activation act, TensorView residual) override;
+  void sigmoidGatedAdd(const TensorView& y, const TensorView& gate, TensorView residual) override;
   void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
                  TensorView out) override;
 
@@ -73,6 +85,7 @@ class CpuBackend final : public Backend {
   float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
 
   HostStep step_;  // the step begun last
+  AttentionExtras extras_;  // setAttentionExtras
   std::vector<int32_t> argmax_[2];  // argmaxRowsAsync results, by ticket parity
   uint64_t argmax_tickets_ = 0;     // results so far (the latest ticket is this - 1)
   ThreadPool pool_;

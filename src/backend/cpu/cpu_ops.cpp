@@ -9,17 +9,13 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/cpu_util.h"
 #include "core/argmax.h"
 
 namespace llmrt {
-namespace {
-
-// Row stride (elements) of a 2-D view; rows may be a slice of a wider buffer.
-int64_t rowStride(const TensorView& t) { return t.shape.rank() >= 2 ? t.strides[0] : t.shape[0]; }
-int64_t rows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
-int64_t cols(const TensorView& t) { return t.shape[t.shape.rank() - 1]; }
-
-}  // namespace
+using cpu::cols;
+using cpu::rowStride;
+using cpu::rows;
 
 Status CpuBackend::beginStep(const StepInputs& inputs) {
   LLMRT_RETURN_IF_ERROR(copyStepInputs(inputs, geometry_, step_));

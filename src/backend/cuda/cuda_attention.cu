@@ -15,6 +15,11 @@
 //   M = max_z m_z,  out = sum_z acc_z e^(m_z - M) / sum_z l_z e^(m_z - M).
 // The range of a split depends only on the row's own length (read on the
 // device), so a recorded (graph) launch stays valid as sequences grow.
+//
+// Attention extras (DecodeAttnArgs::extras: soft-capping, ALiBi) take the kernels' second
+// instantiation (kExtras): each lane's score (q pre-scaled, so the scaled score) is soft-capped
+// and biased before the softmax; the partial states' maxima are then in those units, which the
+// merge takes as they are.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -55,8 +60,8 @@ struct Vec<float> {
   }
 };
 
-// kPerLane: output features per lane (head_dim <= 32 * kPerLane).
-template <typename T, int kPerLane>
+// kPerLane: output features per lane (head_dim <= 32 * kPerLane). kExtras: a.extras applies.
+template <typename T, int kPerLane, bool kExtras>
 __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a) {
   extern __shared__ float smem[];
   __shared__ const T* k_rows[kTile];
@@ -92,6 +97,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) acc[i] = 0.0f;
   const float* my_q = q_s + warp * hd;
+  float slope = 0.0f;  // kExtras: this warp's head's ALiBi slope
+  if constexpr (kExtras) slope = alibiSlope(a.extras, kvh * group + warp);
   constexpr int kVec = Vec<T>::kN;
   const bool vec_ok = hd % kVec == 0;
 
@@ -147,6 +154,7 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
       float dot = 0.0f;
       for (int d = 0; d < hd; ++d) dot = fmaf(my_q[d], kr[d], dot);
       sc = dot;
+      if constexpr (kExtras) sc = extraScore(a.extras, dot, slope, t0 + lane, keys.pos);
     }
     float tile_max = sc;
     for (int o = 16; o > 0; o >>= 1) tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, o));
@@ -244,7 +252,8 @@ cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a,
   const size_t smem = smemBytes(group, g.head_dim);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
-  return launchPdl(decodeKernel<T, kPerLane>, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
+  auto kernel = a.extras.any() ? decodeKernel<T, kPerLane, true> : decodeKernel<T, kPerLane, false>;
+  return launchPdl(kernel, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
 }
 
 cudaError_t launchMerge(const KvLayout& g, const DecodeAttnArgs& a, cudaStream_t stream) {
@@ -267,7 +276,9 @@ cudaError_t dispatch(const void* pool, const KvLayout& g, const DecodeAttnArgs& 
 
 template <typename T>
 cudaError_t optIn() {
-  for (auto k : {decodeKernel<T, 1>, decodeKernel<T, 2>, decodeKernel<T, 4>, decodeKernel<T, 8>})
+  for (auto k : {decodeKernel<T, 1, false>, decodeKernel<T, 2, false>, decodeKernel<T, 4, false>,
+                 decodeKernel<T, 8, false>, decodeKernel<T, 1, true>, decodeKernel<T, 2, true>,
+                 decodeKernel<T, 4, true>, decodeKernel<T, 8, true>})
     if (cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem);
         e != cudaSuccess)
       return e;

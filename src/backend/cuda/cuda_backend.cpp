@@ -148,6 +148,7 @@ bool CudaBackend::reserve(PoolBuffer& b, size_t bytes, bool used_by_graphs) {
 Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (failed()) return error_;
   if (max_tokens < 1 || max_width < 1) return invalidArgument("reserveWorkspace: sizes must be positive");
+  moe_max_tokens_ = max_tokens;  // moeAdd sizes its workspace for such steps at its first call
   if (options_.weight_dtype != DType::kF32)  // (hi and lo parts with float32 activations)
     reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
   for (int i = 0; i < 2; ++i)
@@ -285,7 +286,8 @@ uint64_t CudaBackend::totalMemoryBytes() const {
   return total_b;
 }
 
-Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, const std::string& name) {
+Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, const std::string& name,
+                                           bool /*borrowable: every part is copied*/) {
   if (failed()) return error_;
   LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
   // Matrices take the compute dtype; vectors (norms, biases) stay float32.

@@ -79,7 +79,8 @@ class CudaBackend final : public Backend {
   uint64_t totalMemoryBytes() const override;
   BackendMemoryStats memoryStats() const override;
 
-  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name) override;
+  Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name,
+                                bool borrowable = true) override;
   Status finishWeights() override;
   uint64_t weightBytes() const override { return weight_bytes_; }
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
@@ -108,6 +109,24 @@ class CudaBackend final : public Backend {
                            const TensorView* b2, TensorView out) override;
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
+  // The ops only some architectures use (cuda_backend_arch_ops.cpp, kernels in cuda_arch_ops.cu).
+  void layerNorm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
+                 TensorView out) override;
+  void activation(Activation act, const TensorView& x, TensorView out) override;
+  void gatedActivation(Activation act, const TensorView& gate_up, TensorView out) override;
+  void addPositionEmbedding(const TensorView& table, TensorView x) override;
+  void add(const TensorView& y, TensorView residual) override;
+  void scaleSoftcap(TensorView x, float scale, float cap) override;
+  // Every attention kernel takes the extras (cuda::AttnExtras); the ALiBi slopes are uploaded
+  // here, once, into alibi_ (before any step is recorded: recorded steps are dropped).
+  Status setAttentionExtras(const AttentionExtras& extras) override;
+  // Mixture of experts (cuda_backend_moe.cpp, kernels in cuda_moe.cu and cuda_moe_gemm.cu): routing
+  // and a sort of the slots by expert on the device, then grouped products over the chosen experts
+  // only (tensor cores with 16-bit weights), or for decode-sized steps matrix-vector kernels that
+  // read each chosen expert's rows once.
+  void moeAdd(const TensorView& x, const TensorView& router_logits, const TensorView& experts_gate_up,
+              const TensorView& experts_down, const MoeRouting& routing, Activation act, TensorView residual) override;
+  void sigmoidGatedAdd(const TensorView& y, const TensorView& gate, TensorView residual) override;
   void ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) override;
   void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
                  TensorView out) override;
@@ -216,6 +235,14 @@ class CudaBackend final : public Backend {
   PoolBuffer half_x_;     // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
   PoolBuffer norm_sums_;  // linearAddNormLinear (split): sums of squares of the residual's 8-column groups
   PoolBuffer partial_;    // split-key attention partial states
+  PoolBuffer alibi_;      // setAttentionExtras: the ALiBi slopes, one per query head
+  // moeAdd: routing, grouping and both products' outputs (cuda_backend_moe.cpp); sized outside
+  // recording for steps of up to moe_max_tokens_ tokens (reserveWorkspace) within a budget.
+  PoolBuffer moe_ws_;
+  int64_t moe_max_tokens_ = 0;
+
+  AttentionExtras extras_;        // setAttentionExtras (the host's copy)
+  cuda::AttnExtras attn_extras_;  // what the attention kernels get (alibi points into alibi_)
 
   StepUploader step_;  // the step's metadata, on the host and uploaded
   ResultSlots results_;

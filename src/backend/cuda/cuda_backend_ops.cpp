@@ -268,14 +268,20 @@ bool CudaBackend::checkAttention(const TensorView& q, int64_t num_heads, int64_t
                          std::to_string(step_.host().attention_window) + "] (StepInputs::attention_window)"));
     return false;
   }
+  if (!extras_.alibi_slopes.empty() && static_cast<int64_t>(extras_.alibi_slopes.size()) != num_heads) {
+    fail(invalidArgument("attention: " + std::to_string(extras_.alibi_slopes.size()) +
+                         " ALiBi slopes (setAttentionExtras) for " + std::to_string(num_heads) +
+                         " heads; expected one per head"));
+    return false;
+  }
   return checkDtypes("attention q", q, DType::kF32) && checkActivation("attention out", out);
 }
 
-// What both attention kernels' arguments take: the packed q / out, heads, scale, layer and the
-// step's sequences.
+// What both attention kernels' arguments take: the packed q / out, heads, scale, layer, the
+// step's sequences and the model's extras (soft-capping, ALiBi: every kernel takes them).
 template <typename Args>
 void commonAttnArgs(Args& a, int64_t layer, const TensorView& q, int64_t num_heads, float scale, const TensorView& out,
-                    const cuda::AttnSeqDev* seqs, const int32_t* tables) {
+                    const cuda::AttnSeqDev* seqs, const int32_t* tables, const cuda::AttnExtras& extras) {
   a.q = f32(q);
   a.ld_q = ld(q);
   a.out = out.data;
@@ -286,13 +292,14 @@ void commonAttnArgs(Args& a, int64_t layer, const TensorView& q, int64_t num_hea
   a.layer = static_cast<int32_t>(layer);
   a.seqs = seqs;
   a.tables = tables;
+  a.extras = extras;
 }
 
 cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q, int64_t num_heads,
                                              int64_t sliding_window, float scale, const TensorView& out) const {
   const DeviceStep& dev = step_.dev();
   cuda::DecodeAttnArgs a{};
-  commonAttnArgs(a, layer, q, num_heads, scale, out, dev.seqs, dev.tables);
+  commonAttnArgs(a, layer, q, num_heads, scale, out, dev.seqs, dev.tables, attn_extras_);
   a.window = static_cast<int32_t>(sliding_window);
   a.items = dev.items;
   a.num_items = dev.num_items;
@@ -352,7 +359,7 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
       return;
     }
     cuda::FlashAttnArgs a{};
-    commonAttnArgs(a, layer, q, num_heads, scale, out, dev.seqs, dev.tables);
+    commonAttnArgs(a, layer, q, num_heads, scale, out, dev.seqs, dev.tables, attn_extras_);
     a.sliding_window = static_cast<int32_t>(sliding_window);
     a.tiles = dev.tiles;
     a.num_tiles = dev.num_tiles;

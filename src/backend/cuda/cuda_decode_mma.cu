@@ -26,6 +26,9 @@
 //     so O / l is an exact convex combination of V rows with those weights.
 // Only rows g (A rows 0..7) carry heads: a[1] and a[3] (rows 8..15) are zero,
 // and so are the corresponding accumulator halves, which are never read.
+// Attention extras (DecodeAttnArgs::extras: soft-capping, ALiBi) take a second instantiation
+// (kExtras): the raw scores are scaled, soft-capped and biased in the S fragments before the mask,
+// and the softmax then runs on those scores with a scale of 1 (the default's code is unchanged).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -73,7 +76,8 @@ struct Geometry {
 // a.rope.k instead and stores both in its tile and in the pool. (A row without a slot reads its
 // key from the pool, as attention after ropeWriteKv does.) Nothing else the kernel gathers comes
 // from the kernels before it, so the first tiles' gather starts before the wait.
-template <int kHeadDim, typename H, bool kRope>
+// kExtras: a.extras applies to the scores.
+template <int kHeadDim, typename H, bool kRope, bool kExtras>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const H* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
                     int tpb_shift) {
@@ -257,9 +261,13 @@ __global__ void __launch_bounds__(kThreads)
   float o_acc[kDimTiles][4];
 #pragma unroll
   for (int i = 0; i < kDimTiles; ++i) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.0f;
-  float row_max = -INFINITY;  // running max of the raw (unscaled) scores of head gq
+  float row_max = -INFINITY;  // running max of the raw (unscaled) scores of head gq (kExtras: the final scores)
   float row_sum = 0.0f;       // this thread's share of the row's sum
-  const float scale_log2 = a.scale * kLog2e;
+  // What turns the running scores into scaled ones: kExtras scales them itself.
+  const float unit = kExtras ? 1.0f : a.scale;
+  const float scale_log2 = unit * kLog2e;
+  float slope = 0.0f;  // kExtras: head gq's ALiBi slope
+  if constexpr (kExtras) slope = gq < group ? alibiSlope(a.extras, kvh * group + gq) : 0.0f;
 
   for (int t = 0; t < num_tiles; ++t) {
     cpAsyncWait<kStages - 2>();  // tile t has landed (this thread's copies)
@@ -280,6 +288,13 @@ __global__ void __launch_bounds__(kThreads)
         mma16816<H>(s[1], q_hi[c], b[2], b[3]);
         mma16816<H>(s[0], q_lo[c], b[0], b[1]);
         mma16816<H>(s[1], q_lo[c], b[2], b[3]);
+      }
+      if constexpr (kExtras) {  // (row gq only: elements 0, 1; rows 8..15 are never read)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            s[nt][e] = extraScore(a.extras, s[nt][e] * a.scale, slope, k0 + nt * 8 + 2 * tq + e, keys.pos);
       }
       if (k0 + 16 > end) {
 #pragma unroll
@@ -357,7 +372,7 @@ __global__ void __launch_bounds__(kThreads)
                                     (kHeadDim + 2);
       part[d] = acc;
       if (d == 0) {
-        part[kHeadDim] = big * a.scale;  // -inf for an empty split
+        part[kHeadDim] = big * unit;  // -inf for an empty split
         part[kHeadDim + 1] = l;
       }
     }
@@ -367,10 +382,11 @@ __global__ void __launch_bounds__(kThreads)
 template <int kHeadDim, typename H>
 cudaError_t optInOne() {
   const int bytes = static_cast<int>(Geometry<kHeadDim>::kSmemBytes);
-  cudaError_t e = cudaFuncSetAttribute(decodeMmaKernel<kHeadDim, H, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  return e != cudaSuccess ? e
-                          : cudaFuncSetAttribute(decodeMmaKernel<kHeadDim, H, true>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  for (auto k : {decodeMmaKernel<kHeadDim, H, false, false>, decodeMmaKernel<kHeadDim, H, true, false>,
+                 decodeMmaKernel<kHeadDim, H, false, true>, decodeMmaKernel<kHeadDim, H, true, true>})
+    if (cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); e != cudaSuccess)
+      return e;
+  return cudaSuccess;
 }
 
 template <int kHeadDim, typename H>
@@ -382,7 +398,9 @@ cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs&
     return launchPdl(kernel, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream, static_cast<const H*>(pool), g,
                      a, group, tpb_shift);
   };
-  return a.rope.k ? go(decodeMmaKernel<kHeadDim, H, true>) : go(decodeMmaKernel<kHeadDim, H, false>);
+  if (a.extras.any())
+    return a.rope.k ? go(decodeMmaKernel<kHeadDim, H, true, true>) : go(decodeMmaKernel<kHeadDim, H, false, true>);
+  return a.rope.k ? go(decodeMmaKernel<kHeadDim, H, true, false>) : go(decodeMmaKernel<kHeadDim, H, false, false>);
 }
 
 }  // namespace

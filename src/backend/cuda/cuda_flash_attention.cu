@@ -45,6 +45,9 @@
 //      rows with those weights. A warp skips key tiles that no row of its own
 //      sees (exact: such a tile would only contribute zeros).
 //   5. O / l is written (fp32, bf16 or fp16: out_dtype) for the valid rows of the tile.
+//   Attention extras (FlashAttnArgs::extras: soft-capping, ALiBi) take a second instantiation
+//   (kExtras): after step 4's S, each score becomes extraScore(scale * S) (soft-capped, plus the
+//   row's ALiBi bias) before the mask, and the online softmax runs on those with a scale of 1.
 //   Rows past the end of a partial tile get Q = 0 and the position of the
 //   last valid row, so they compute harmless finite values and are not
 //   written. A row whose keys in a tile are all masked keeps m = -inf safely:
@@ -127,7 +130,8 @@ __device__ __forceinline__ void storePair(H* p, float x, float y, bool vec) {
 
 // vec_io: q and out are 8-byte aligned with even leading dimensions (float2 access).
 // H: the cache's element type and the products' operand type (__nv_bfloat16 or __half).
-template <int kHeadDim, typename H>
+// kExtras: a.extras applies to the scores.
+template <int kHeadDim, typename H, bool kExtras>
 __global__ void __launch_bounds__(kThreads)
     flashAttentionKernel(const H* __restrict__ pool, KvLayout g, FlashAttnArgs a, int tpb_shift,
                          bool vec_io) {
@@ -239,9 +243,12 @@ __global__ void __launch_bounds__(kThreads)
   float o_acc[kDimTiles][4];
 #pragma unroll
   for (int i = 0; i < kDimTiles; ++i) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY};  // running max of the raw (unscaled) scores
+  float row_max[2] = {-INFINITY, -INFINITY};  // running max of the raw (unscaled) scores (kExtras: final)
   float row_sum[2] = {0.0f, 0.0f};            // this thread's share of the row sums
-  const float scale_log2 = a.scale * kLog2e;
+  // kExtras scales the scores itself (then the softmax's scale is 1).
+  const float scale_log2 = (kExtras ? 1.0f : a.scale) * kLog2e;
+  float slope = 0.0f;  // kExtras: the head's ALiBi slope
+  if constexpr (kExtras) slope = alibiSlope(a.extras, head);
 
   for (int it = 0; it < num_key_tiles; ++it) {
     const int stage = it & 1;
@@ -274,6 +281,15 @@ __global__ void __launch_bounds__(kThreads)
           mma16816<H>(s[2 * kp], q_lo[c], b[0], b[1]);      // the low parts, same K fragments
           mma16816<H>(s[2 * kp + 1], q_lo[c], b[2], b[3]);
         }
+      }
+
+      if constexpr (kExtras) {
+#pragma unroll
+        for (int nt = 0; nt < kKeyTiles; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[nt][e] = extraScore(a.extras, s[nt][e] * a.scale, slope, n0 + nt * 8 + 2 * tq + (e & 1),
+                                  row_pos[e >> 1]);
       }
 
       // Mask only where the tile crosses a row's causal edge or window start.
@@ -380,9 +396,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int kHeadDim, typename H>
+template <int kHeadDim, typename H, bool kExtras>
 cudaError_t setKernelAttributes() {
-  auto kernel = flashAttentionKernel<kHeadDim, H>;
+  auto kernel = flashAttentionKernel<kHeadDim, H, kExtras>;
   constexpr size_t smem = Geometry<kHeadDim>::kSmemBytes;
   if (smem > 48 * 1024) {
     const cudaError_t e =
@@ -395,6 +411,12 @@ cudaError_t setKernelAttributes() {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                               cudaSharedmemCarveoutMaxShared);
 }
+// Both instantiations (without and with the attention extras).
+template <int kHeadDim, typename H>
+cudaError_t setAttributes() {
+  const cudaError_t e = setKernelAttributes<kHeadDim, H, false>();
+  return e != cudaSuccess ? e : setKernelAttributes<kHeadDim, H, true>();
+}
 
 std::atomic<bool> g_attributes_set{false};
 
@@ -405,8 +427,9 @@ cudaError_t launchFlash(const void* pool, const KvLayout& g, const FlashAttnArgs
                       reinterpret_cast<uintptr_t>(a.out) % (a.out_dtype == DType::kF32 ? 8 : 4) == 0 &&
                       a.ld_out % 2 == 0;
   const dim3 grid(static_cast<unsigned>(a.num_tiles), static_cast<unsigned>(a.num_heads));
-  flashAttentionKernel<kHeadDim, H><<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(
-      static_cast<const H*>(pool), g, a, tpb_shift, vec_io);
+  auto kernel = a.extras.any() ? flashAttentionKernel<kHeadDim, H, true> : flashAttentionKernel<kHeadDim, H, false>;
+  kernel<<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(static_cast<const H*>(pool), g, a, tpb_shift,
+                                                                       vec_io);
   return cudaGetLastError();
 }
 
@@ -420,10 +443,10 @@ bool flashAttentionSupported(const KvLayout& g, int32_t num_heads) {
 }
 
 cudaError_t initFlashAttentionKernels() {
-  cudaError_t e = setKernelAttributes<64, __nv_bfloat16>();
-  if (e == cudaSuccess) e = setKernelAttributes<128, __nv_bfloat16>();
-  if (e == cudaSuccess) e = setKernelAttributes<64, __half>();
-  if (e == cudaSuccess) e = setKernelAttributes<128, __half>();
+  cudaError_t e = setAttributes<64, __nv_bfloat16>();
+  if (e == cudaSuccess) e = setAttributes<128, __nv_bfloat16>();
+  if (e == cudaSuccess) e = setAttributes<64, __half>();
+  if (e == cudaSuccess) e = setAttributes<128, __half>();
   if (e == cudaSuccess) g_attributes_set.store(true, std::memory_order_release);
   return e;
 }

@@ -36,6 +36,7 @@ struct FlashAttnArgs {
   const int2* tiles;       // device: (sequence index, first query row within the sequence), one per
                            // kFlashBlockM query rows; any order (the kernel runs the last ones first)
   int32_t num_tiles;
+  AttnExtras extras;  // soft-capping and ALiBi (none by default)
 };
 
 // True when the kernel supports this geometry: head_dim 64 or 128; tokens_per_block a power of two

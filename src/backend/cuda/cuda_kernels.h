@@ -1,4 +1,4 @@
-// Launchers of the CUDA backend's kernels (cuda_ops.cu, cuda_attention.cu).
+// Launchers of the CUDA backend's kernels (cuda_ops.cu, cuda_arch_ops.cu, cuda_attention.cu).
 // Each enqueues on `stream` and returns the launch's error (cudaGetLastError);
 // pointers are device pointers, leading dimensions are in elements.
 #pragma once
@@ -34,6 +34,33 @@ cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, in
 // out[r, i] = silu(gu[r, i]) * gu[r, inter + i] (gu and out each F32, BF16 or F16)
 cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
                     DType out_dtype, int64_t ld_out, cudaStream_t stream);
+// The ops only some architectures use (cuda_arch_ops.cu). Views are [rows, cols] with a row
+// stride (ld) each; "any" dtype is F32, BF16 or F16; arithmetic is float32.
+// The MLP activations (backend.h's Activation, in its order).
+enum class Act : uint8_t { kSilu, kGelu, kGeluTanh, kRelu };
+// out = (x - mean) * rsqrt(var + eps) * w (+ b) per row: mean, then the biased variance of the
+// deviations, in float32 (torch's layer_norm); x F32, w and b (null: none) F32 [cols], out any.
+cudaError_t layerNorm(const float* x, int64_t ld_x, const float* w, const float* b, float eps, int64_t rows,
+                      int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
+// out = act(x) element-wise (x and out any).
+cudaError_t activation(Act act, const void* x, DType x_dtype, int64_t ld_x, int64_t rows, int64_t cols, void* out,
+                       DType out_dtype, int64_t ld_out, cudaStream_t stream);
+// out[r, i] = act(gu[r, i]) * gu[r, inter + i] (gu and out any); Act::kSilu is siluMul's kernel.
+cudaError_t gatedActivation(Act act, const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter,
+                            void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
+// x[i, :] += table[positions[i], :] for i < n (table any [*, dim]; x F32).
+cudaError_t addPositionEmbedding(const void* table, DType table_dtype, int64_t dim, const int32_t* positions,
+                                 int64_t n, float* x, int64_t ld_x, cudaStream_t stream);
+// residual += y (y any; residual F32).
+cudaError_t addRows(const void* y, DType y_dtype, int64_t ld_y, int64_t rows, int64_t cols, float* residual,
+                    int64_t ld_res, cudaStream_t stream);
+// residual[r, :] += sigmoid(gate[r * ld_gate]) * y[r, :] (y any; gate and residual F32).
+cudaError_t sigmoidGatedAdd(const void* y, DType y_dtype, int64_t ld_y, const float* gate, int64_t ld_gate,
+                            int64_t rows, int64_t cols, float* residual, int64_t ld_res, cudaStream_t stream);
+// x = x * scale, then with cap > 0 x = cap * tanh(x / cap); in place (F32).
+cudaError_t scaleSoftcap(float* x, int64_t ld_x, int64_t rows, int64_t cols, float scale, float cap,
+                         cudaStream_t stream);
+
 // Converts a F32 [rows, cols] view (row stride ld) to contiguous `dtype` (BF16 or F16) [rows, cols].
 cudaError_t toHalf(const float* x, int64_t ld_x, int64_t rows, int64_t cols, void* out, DType dtype,
                    cudaStream_t stream);
@@ -60,6 +87,15 @@ inline int tokensPerBlockShift(const KvLayout& g) {
   while ((int64_t{1} << shift) < g.tokens_per_block) ++shift;
   return shift;
 }
+// What every attention kernel adds to its scaled scores (Backend::setAttentionExtras): with
+// softcap > 0 the score becomes softcap * tanh(score / softcap), then with ALiBi slopes (device
+// memory, one per query head) slope[h] * (key - query position) is added, before the mask and
+// softmax. The kernels take a second instantiation for it (any()): the default's code is unchanged.
+struct AttnExtras {
+  float softcap = 0.0f;
+  const float* alibi = nullptr;
+  bool any() const { return softcap > 0.0f || alibi != nullptr; }
+};
 // One sequence of a step as the kernels see it (uploaded once per step).
 struct AttnSeqDev {
   int32_t q_start;       // first packed row of this sequence
@@ -111,6 +147,7 @@ struct DecodeAttnArgs {
   int32_t num_items;
   int32_t splits;  // 1..1024
   float* partial;
+  AttnExtras extras;  // soft-capping and ALiBi (none by default)
   // A bf16 / fp16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
   // unless this is false (cuda tuning mma_decode=off, for measurements).
   bool tensor_cores = true;
@@ -180,6 +217,15 @@ __device__ __forceinline__ float2 ropeCosSin(float pos, float inv_freq, float sc
 }
 __device__ __forceinline__ float2 ropeRotate(float x1, float x2, float c, float s) {
   return make_float2(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)), __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+}
+// A scaled score with the attention extras applied (AttnExtras): soft-capped, then the ALiBi bias
+// slope * (key - pos) (slope 0 without ALiBi), as the CPU reference computes it.
+__device__ __forceinline__ float extraScore(const AttnExtras& e, float s, float slope, int64_t key, int64_t pos) {
+  if (e.softcap > 0.0f) s = e.softcap * tanhf(s / e.softcap);
+  return s + slope * static_cast<float>(key - pos);
+}
+__device__ __forceinline__ float alibiSlope(const AttnExtras& e, int head) {
+  return e.alibi != nullptr ? e.alibi[head] : 0.0f;
 }
 // out[i] = v in the output's dtype (F32, BF16 or F16).
 __device__ __forceinline__ void storeDecodeOut(const DecodeAttnArgs& a, int64_t i, float v) {

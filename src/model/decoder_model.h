@@ -1,6 +1,7 @@
-// The Llama family (Llama 2/3, Mistral, Qwen2, TinyLlama) as a composition of
-// backend ops. Differences between the architectures are config values
-// (biases, sliding window, rope scaling, tied embeddings), not code copies.
+// Every supported architecture as one composition of backend ops, driven by the config's
+// decoder description (include/llmrt/model_config.h): which norm, how positions enter, how
+// the residual is wired, which MLP, which soft-caps. Differences between families are values
+// there and rows of the loader's architecture table, not code here.
 #pragma once
 
 #include <functional>
@@ -11,12 +12,10 @@
 
 #include "backend/backend.h"
 #include "llmrt/model_config.h"
+#include "loader/decoder_weights.h"
 #include "model/rope.h"
 
 namespace llmrt {
-
-// Returns the checkpoint tensor with this HF name (host memory, any float dtype).
-using WeightSource = std::function<Result<TensorView>(const std::string& name)>;
 
 // The shape of one step's StepInputs (the runtime's StepBuilder makes both).
 struct StepLayout {
@@ -26,11 +25,11 @@ struct StepLayout {
   bool record = false;          // a decode step backends that can record replay per `rows`
 };
 
-class LlamaModel {
+class DecoderModel {
  public:
   // Loads every weight through the backend. Shapes are checked here too.
-  static Result<std::unique_ptr<LlamaModel>> load(const ModelConfig& config, const WeightSource& weights,
-                                                  Backend& backend);
+  static Result<std::unique_ptr<DecoderModel>> load(const ModelConfig& config, const WeightSource& weights,
+                                                    Backend& backend);
 
   const ModelConfig& config() const { return config_; }
 
@@ -63,23 +62,38 @@ class LlamaModel {
   // The dtype of activation buffer `slot` (see run()).
   DType slotDtype(int slot) const;
   struct Layer {
-    TensorView input_norm, post_norm;
+    TensorView attn_norm, attn_norm_b;  // before attention
+    TensorView mlp_norm, mlp_norm_b;    // before the MLP (sandwich: after attention)
+    TensorView pre_mlp_norm, post_mlp_norm;  // sandwich only
     TensorView qkv_w, qkv_b;  // fused [q | k | v] rows; qkv_b empty when no bias
     TensorView o_w, o_b;
-    TensorView gate_up_w, gate_up_b;  // fused [gate | up]
+    TensorView up_w, up_b;  // fused [gate | up] when gated
     TensorView down_w, down_b;
+    // mixture of experts (moe): the router, every expert's [gate | up] and down rows, the shared expert
+    TensorView router_w, experts_gate_up, experts_down, shared_up, shared_down, shared_gate;
+    bool moe = false;
     int64_t window = 0;  // attention window in tokens; 0 = full
   };
 
-  LlamaModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
+  DecoderModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
   Status loadWeights(const WeightSource& weights);
   // The ops of one step after beginStep: embedding, the layers, the logits rows.
   void run(int64_t tokens, int64_t logit_rows);
-
+  // Llama-style blocks (RMSNorm, sequential): products chained through linearAddNormLinear.
+  void runFusedRmsLayers(TensorView x, TensorView h, TensorView qkv, TensorView attn_out, TensorView up,
+                         TensorView act);
+  // Any other wiring, op by op.
+  void runLayer(const Layer& L, int64_t layer, TensorView x, TensorView h, TensorView qkv, TensorView attn_out,
+                int64_t tokens);
+  void attention(const Layer& L, int64_t layer, TensorView qkv, TensorView attn_out);
+  // x += the layer's MLP (dense, or mixture of experts) of the normed rows h.
+  void mlpAdd(const Layer& L, const TensorView& h, TensorView x, int64_t tokens);
+  void mlpActivation(const TensorView& up, TensorView act);
+  void norm(const TensorView& x, const TensorView& w, const TensorView& b, TensorView out);
 
   ModelConfig config_;
   Backend& backend_;
-  TensorView embed_, final_norm_, lm_head_;
+  TensorView embed_, pos_embed_, final_norm_, final_norm_b_, lm_head_, lm_head_b_;
   std::vector<Layer> layers_;
   RopeTable rope_;  // length-independent table (all but dynamic NTK)
   int64_t step_window_ = 0;  // the widest layer window, 0 when a layer attends fully

@@ -1,0 +1,324 @@
+#include "model/decoder_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iterator>
+
+#include "core/logging.h"
+
+namespace llmrt {
+namespace {
+
+// Columns [begin, begin + n) of a row-major 2-D view, as a strided view.
+TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
+  TensorView v = t;
+  v.data = static_cast<char*>(t.data) + begin * static_cast<int64_t>(dtypeSize(t.dtype));
+  v.shape = Shape{t.shape[0], n};
+  v.strides = Shape{t.strides[0], 1};
+  return v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& config, const WeightSource& weights,
+                                                         Backend& backend) {
+  std::unique_ptr<DecoderModel> m(new DecoderModel(config, backend));
+  LLMRT_RETURN_IF_ERROR(m->loadWeights(weights));
+  m->rope_ = computeRopeTable(config, config.max_position_embeddings);
+  return m;
+}
+
+Status DecoderModel::loadWeights(const WeightSource& weights) {
+  const ModelConfig& c = config_;
+  DecoderWeightReader reader(c, weights);
+  // Each weight of the description, as the reader lays it out, handed to the backend.
+  auto load = [&](DecoderWeight w, int64_t layer, TensorView& out) -> Status {
+    if (!decoderWeightPresent(w, c, layer)) return Status::ok();
+    LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
+    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(parts, decoderWeightName(w, layer), reader.lastPartsBorrowable()));
+    return Status::ok();
+  };
+  using W = DecoderWeight;
+  LLMRT_RETURN_IF_ERROR(load(W::kEmbed, 0, embed_));
+  LLMRT_RETURN_IF_ERROR(load(W::kPosEmbed, 0, pos_embed_));
+  LLMRT_RETURN_IF_ERROR(load(W::kFinalNorm, 0, final_norm_));
+  LLMRT_RETURN_IF_ERROR(load(W::kFinalNormBias, 0, final_norm_b_));
+  lm_head_ = embed_;  // tied unless the checkpoint has its own
+  LLMRT_RETURN_IF_ERROR(load(W::kLmHead, 0, lm_head_));
+  LLMRT_RETURN_IF_ERROR(load(W::kLmHeadBias, 0, lm_head_b_));
+  layers_.resize(static_cast<size_t>(c.num_hidden_layers));
+  // Progress: a line at most every second while loading, and one at the end.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point last_line = start;
+  auto progress = [&](int64_t layers_done, bool done) {
+    const Clock::time_point now = Clock::now();
+    if (!done && now - last_line < std::chrono::seconds(1)) return;
+    last_line = now;
+    const double s = std::chrono::duration<double>(now - start).count();
+    const double gib = static_cast<double>(backend_.weightBytes()) / double(1 << 30);
+    LLMRT_LOG_INFO("%s weights: %lld/%lld layers, %s in %.2f s (%.2f GiB/s)", done ? "Loaded" : "Loading",
+                   static_cast<long long>(layers_done), static_cast<long long>(c.num_hidden_layers),
+                   formatBytes(backend_.weightBytes()).c_str(), s, s > 0 ? gib / s : 0.0);
+  };
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    Layer& L = layers_[static_cast<size_t>(i)];
+    const std::pair<W, TensorView*> table[] = {
+        {W::kAttnNorm, &L.attn_norm}, {W::kAttnNormBias, &L.attn_norm_b}, {W::kQkv, &L.qkv_w},
+        {W::kQkvBias, &L.qkv_b},      {W::kO, &L.o_w},                    {W::kOBias, &L.o_b},
+        {W::kMlpNorm, &L.mlp_norm},   {W::kMlpNormBias, &L.mlp_norm_b},   {W::kPreMlpNorm, &L.pre_mlp_norm},
+        {W::kUp, &L.up_w},            {W::kUpBias, &L.up_b},              {W::kDown, &L.down_w},
+        {W::kDownBias, &L.down_b},    {W::kPostMlpNorm, &L.post_mlp_norm}, {W::kRouter, &L.router_w},
+        {W::kExpertsGateUp, &L.experts_gate_up}, {W::kExpertsDown, &L.experts_down},
+        {W::kSharedUp, &L.shared_up}, {W::kSharedDown, &L.shared_down}, {W::kSharedGate, &L.shared_gate}};
+    for (const auto& [w, out] : table) LLMRT_RETURN_IF_ERROR(load(w, i, *out));
+    L.window = c.slidingWindowForLayer(i).value_or(0);
+    L.moe = c.moeLayer(i);
+    progress(i + 1, false);
+  }
+  LLMRT_RETURN_IF_ERROR(backend_.finishWeights());  // copies still in flight land (or fail) here
+  progress(c.num_hidden_layers, true);
+  AttentionExtras extras;
+  extras.logit_softcap = static_cast<float>(c.decoder.attn_logit_softcap);
+  if (c.decoder.positions == PositionEncoding::kAlibi) {
+    extras.alibi_slopes = alibiSlopes(c.num_attention_heads);
+    for (float& s : extras.alibi_slopes) s = static_cast<float>(s * c.decoder.alibi_slope_multiplier);
+  }
+  if (!extras.empty()) LLMRT_RETURN_IF_ERROR(backend_.setAttentionExtras(extras));
+  std::vector<int32_t> windows;
+  for (const Layer& L : layers_) windows.push_back(static_cast<int32_t>(std::min<int64_t>(L.window, INT32_MAX)));
+  return setAttentionWindows(windows);
+}
+
+Status DecoderModel::setAttentionWindows(std::span<const int32_t> per_layer) {
+  if (per_layer.size() != layers_.size())
+    return fieldError("DecoderModel", "attention windows", std::to_string(per_layer.size()) + " values",
+                      "one per layer (" + std::to_string(layers_.size()) + ")");
+  bool full = per_layer.empty();
+  int64_t widest = 0;
+  for (size_t i = 0; i < per_layer.size(); ++i) {
+    if (per_layer[i] < 0)
+      return fieldError("DecoderModel", "attention window of layer " + std::to_string(i), std::to_string(per_layer[i]),
+                        ">= 0 tokens (0 = full attention)");
+    full = full || per_layer[i] == 0;
+    widest = std::max<int64_t>(widest, per_layer[i]);
+  }
+  for (size_t i = 0; i < per_layer.size(); ++i) layers_[i].window = per_layer[i];
+  step_window_ = full ? 0 : widest;
+  return Status::ok();
+}
+
+// Activation buffers (backend scratch slots). Those that only feed products take the backend's
+// activation dtype; the residual stream, q/k/v (rotated and attended in float32), the branch
+// outputs that are normed before they are added, and the logits stay F32.
+enum Slot : int {
+  kX,          // residual stream [T, hidden]
+  kNormed,     // normed input of a product [T, hidden]
+  kQkv,        // [T, q + 2 kv]
+  kAttnOut,    // [T, q]
+  kUp,         // [T, 2 inter (gate | up) or inter]
+  kAct,        // [T, inter]
+  kLast,       // the logits rows of the residual stream [R, hidden]
+  kLastNormed, // [R, hidden]
+  kLogits,     // [R, vocab]
+  kBranch,     // sandwich: an o / down output before its norm [T, hidden]
+  kNormed2,    // parallel with two norms: the MLP's normed input [T, hidden]
+  kRouterLogits,  // mixture of experts [T, num_experts]
+  kSharedGate,    // the shared expert's gate [T, 1]
+  kNumSlots
+};
+
+DType DecoderModel::slotDtype(int slot) const {
+  switch (slot) {
+    case kNormed: case kAttnOut: case kUp: case kAct: case kLastNormed: case kNormed2:
+      return backend_.activationDtype();
+    default:
+      return DType::kF32;
+  }
+}
+
+Status DecoderModel::reserveActivations(int64_t max_tokens, int64_t max_logit_rows) {
+  const ModelConfig& c = config_;
+  const int64_t T = max_tokens, R = max_logit_rows;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
+  const DecoderDescription& d = c.decoder;
+  const int64_t SI = d.shared_expert_intermediate_size;
+  const int64_t up = std::max(d.mlp_gated ? 2 * I : I, 2 * SI), act = std::max(I, SI);
+  const ResidualWiring wiring = d.residual;
+  const bool moe = d.num_experts > 0;
+  const std::pair<int64_t, int64_t> shapes[kNumSlots] = {
+      {T, H}, {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, up}, {T, act}, {R, H}, {R, H}, {R, c.vocab_size},
+      {wiring == ResidualWiring::kSandwich || SI > 0 ? T : 0, H}, {wiring == ResidualWiring::kParallelTwoNorms ? T : 0, H},
+      {moe ? T : 0, d.num_experts}, {SI > 0 ? T : 0, 1}};
+  for (int slot = 0; slot < kNumSlots; ++slot) {
+    if (shapes[slot].first == 0) continue;
+    if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second, slotDtype(slot)).data == nullptr)
+      return resourceExhausted("cannot allocate activation buffer " + std::to_string(slot) + " [" +
+                               std::to_string(shapes[slot].first) + ", " + std::to_string(shapes[slot].second) + "]");
+  }
+  return backend_.reserveWorkspace(T, std::max({H, up, Q}));
+}
+
+Result<TensorView> DecoderModel::forward(const StepInputs& in, const StepLayout& layout) {
+  LLMRT_RETURN_IF_ERROR(backend_.beginStep(in));
+  if (layout.record)
+    backend_.recordOrReplay(static_cast<uint64_t>(layout.rows), [&] { run(layout.rows, layout.logit_rows); });
+  else
+    run(layout.rows, layout.logit_rows);
+  if (layout.real_logit_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, config_.vocab_size});
+  TensorView logits = backend_.scratch(8, layout.logit_rows, config_.vocab_size);
+  logits.shape = Shape{layout.real_logit_rows, config_.vocab_size};
+  return logits;
+}
+
+namespace {
+const TensorView* optional(const TensorView& t) { return t.data != nullptr ? &t : nullptr; }
+}  // namespace
+
+void DecoderModel::norm(const TensorView& x, const TensorView& w, const TensorView& b, TensorView out) {
+  const auto eps = static_cast<float>(config_.norm_eps);
+  if (config_.decoder.norm == NormKind::kLayerNorm)
+    backend_.layerNorm(x, w, optional(b), eps, out);
+  else
+    backend_.rmsNorm(x, w, eps, out);
+}
+
+void DecoderModel::attention(const Layer& L, int64_t layer, TensorView qkv, TensorView attn_out) {
+  const ModelConfig& c = config_;
+  const int64_t Q = c.qSize(), KV = c.kvSize();
+  backend_.ropeAttention(layer, columns(qkv, 0, Q), columns(qkv, Q, KV), columns(qkv, Q + KV, KV), c.head_dim,
+                         c.num_attention_heads, L.window, static_cast<float>(c.decoder.attention_scale), attn_out);
+}
+
+void DecoderModel::mlpActivation(const TensorView& up, TensorView act) {
+  const DecoderDescription& d = config_.decoder;
+  if (!d.mlp_gated)
+    backend_.activation(d.activation, up, act);
+  else if (d.activation == Activation::kSilu)
+    backend_.siluMul(up, act);
+  else
+    backend_.gatedActivation(d.activation, up, act);
+}
+
+void DecoderModel::run(int64_t T, int64_t R) {
+  const ModelConfig& c = config_;
+  const DecoderDescription& d = c.decoder;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.qSize(), KV = c.kvSize();
+  auto buf = [&](int slot, int64_t rows, int64_t cols) { return backend_.scratch(slot, rows, cols, slotDtype(slot)); };
+  TensorView x = buf(kX, T, H);
+  TensorView h = buf(kNormed, T, H);
+  TensorView qkv = buf(kQkv, T, Q + 2 * KV);
+  TensorView attn_out = buf(kAttnOut, T, Q);
+
+  backend_.embedding(embed_, x);
+  if (d.embedding_multiplier != 1.0) backend_.scaleSoftcap(x, static_cast<float>(d.embedding_multiplier), 0.0f);
+  if (pos_embed_.data != nullptr) backend_.addPositionEmbedding(pos_embed_, x);
+  if (d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0) {
+    runFusedRmsLayers(x, h, qkv, attn_out, buf(kUp, T, d.mlp_gated ? 2 * I : I), buf(kAct, T, I));
+  } else {
+    for (size_t li = 0; li < layers_.size(); ++li) runLayer(layers_[li], static_cast<int64_t>(li), x, h, qkv, attn_out, T);
+  }
+  if (R == 0) return;
+  TensorView last = buf(kLast, R, H);
+  TensorView last_norm = buf(kLastNormed, R, H);
+  TensorView logits = buf(kLogits, R, c.vocab_size);
+  backend_.gatherLogitRows(x, last);
+  norm(last, final_norm_, final_norm_b_, last_norm);
+  backend_.linear(last_norm, lm_head_, optional(lm_head_b_), logits);
+  if (d.final_logit_softcap > 0) backend_.scaleSoftcap(logits, 1.0f, static_cast<float>(d.final_logit_softcap));
+}
+
+void DecoderModel::runFusedRmsLayers(TensorView x, TensorView h, TensorView qkv, TensorView attn_out, TensorView up,
+                                     TensorView act) {
+  // Residual stream x; h the normed input of each block. The o and down products add their
+  // output to x (linearAdd: on CUDA inside the product, no temporary); each is chained to the
+  // product of the next normed input (linearAddNormLinear, which may split the norm over the two).
+  const auto eps = static_cast<float>(config_.norm_eps);
+  backend_.rmsNorm(x, layers_[0].attn_norm, eps, h);
+  backend_.linear(h, layers_[0].qkv_w, optional(layers_[0].qkv_b), qkv);
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& L = layers_[li];
+    attention(L, static_cast<int64_t>(li), qkv, attn_out);
+    backend_.linearAddNormLinear(attn_out, L.o_w, optional(L.o_b), x, L.mlp_norm, eps, h, L.up_w, optional(L.up_b),
+                                 up);
+    mlpActivation(up, act);
+    if (li + 1 < layers_.size()) {
+      const Layer& next = layers_[li + 1];
+      backend_.linearAddNormLinear(act, L.down_w, optional(L.down_b), x, next.attn_norm, eps, h, next.qkv_w,
+                                   optional(next.qkv_b), qkv);
+    } else {
+      backend_.linearAdd(act, L.down_w, optional(L.down_b), x);
+    }
+  }
+}
+
+void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int64_t T) {
+  const ModelConfig& c = config_;
+  const DecoderDescription& d = c.decoder;
+  auto buf = [&](int slot, int64_t cols) { return backend_.scratch(slot, T, cols, slotDtype(slot)); };
+  if (!L.moe) {
+    const int64_t I = c.intermediate_size;
+    TensorView up = buf(kUp, d.mlp_gated ? 2 * I : I), act = buf(kAct, I);
+    backend_.linear(h, L.up_w, optional(L.up_b), up);
+    mlpActivation(up, act);
+    backend_.linearAdd(act, L.down_w, optional(L.down_b), x);
+    return;
+  }
+  TensorView logits = buf(kRouterLogits, d.num_experts);
+  backend_.linear(h, L.router_w, nullptr, logits);
+  backend_.moeAdd(h, logits, L.experts_gate_up, L.experts_down,
+                  MoeRouting{d.num_experts, d.experts_per_token, d.norm_topk_prob}, d.activation, x);
+  if (L.shared_up.data == nullptr) return;
+  // Qwen2-MoE's shared expert, scaled by sigmoid(its gate) (HF adds it to the experts' sum).
+  const int64_t SI = d.shared_expert_intermediate_size;
+  TensorView up = buf(kUp, 2 * SI), act = buf(kAct, SI), out = buf(kBranch, c.hidden_size), gate = buf(kSharedGate, 1);
+  backend_.linear(h, L.shared_up, nullptr, up);
+  mlpActivation(up, act);
+  backend_.linear(act, L.shared_down, nullptr, out);
+  backend_.linear(h, L.shared_gate, nullptr, gate);
+  backend_.sigmoidGatedAdd(out, gate, x);
+}
+
+void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorView h, TensorView qkv,
+                            TensorView attn_out, int64_t T) {
+  const int64_t H = config_.hidden_size;
+  norm(x, L.attn_norm, L.attn_norm_b, h);
+  backend_.linear(h, L.qkv_w, optional(L.qkv_b), qkv);
+  attention(L, layer, qkv, attn_out);
+  switch (config_.decoder.residual) {
+    case ResidualWiring::kSequential:  // LayerNorm families and mixtures of experts
+      backend_.linearAdd(attn_out, L.o_w, optional(L.o_b), x);
+      norm(x, L.mlp_norm, L.mlp_norm_b, h);
+      mlpAdd(L, h, x, T);
+      return;
+    case ResidualWiring::kParallel:  // both branches read n1 of the block's input
+      backend_.linearAdd(attn_out, L.o_w, optional(L.o_b), x);
+      mlpAdd(L, h, x, T);
+      return;
+    case ResidualWiring::kParallelTwoNorms: {  // the MLP reads n2 of the block's input
+      TensorView h2 = backend_.scratch(kNormed2, T, H, slotDtype(kNormed2));
+      norm(x, L.mlp_norm, L.mlp_norm_b, h2);
+      backend_.linearAdd(attn_out, L.o_w, optional(L.o_b), x);
+      mlpAdd(L, h2, x, T);
+      return;
+    }
+    case ResidualWiring::kSandwich: {  // each branch's output normed before it is added
+      const int64_t I = config_.intermediate_size;
+      TensorView branch = backend_.scratch(kBranch, T, H, slotDtype(kBranch));
+      TensorView up = backend_.scratch(kUp, T, 2 * I, slotDtype(kUp)), act = backend_.scratch(kAct, T, I, slotDtype(kAct));
+      backend_.linear(attn_out, L.o_w, optional(L.o_b), branch);
+      norm(branch, L.mlp_norm, L.mlp_norm_b, h);
+      backend_.add(h, x);
+      norm(x, L.pre_mlp_norm, TensorView(), h);
+      backend_.linear(h, L.up_w, optional(L.up_b), up);
+      mlpActivation(up, act);
+      backend_.linear(act, L.down_w, optional(L.down_b), branch);
+      norm(branch, L.post_mlp_norm, TensorView(), h);
+      backend_.add(h, x);
+      return;
+    }
+  }
+}
+
+}  // namespace llmrt
