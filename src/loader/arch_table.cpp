@@ -532,12 +532,12 @@ constexpr TensorNames chatGlmNames() {
 constexpr TensorNames kLlamaNames = {};
 constexpr ConfigKeys kLlamaKeys = {};
 constexpr ConfigKeys kGpt2Keys = {"vocab_size", "head_dim", "n_embd", "n_layer", "n_head", "", "n_inner",
-                                  "n_positions", "layer_norm_epsilon", "activation_function"};
+                                  "n_positions", "layer_norm_epsilon", "activation_function", true};
 constexpr ConfigKeys kNeoXKeys = {"vocab_size", "head_dim", "hidden_size", "num_hidden_layers", "num_attention_heads",
                                   "", "intermediate_size", "max_position_embeddings", "layer_norm_eps", "hidden_act"};
 constexpr ConfigKeys kFalconKeys = {"vocab_size", "head_dim", "hidden_size", "num_hidden_layers",
                                     "num_attention_heads", "", "ffn_hidden_size", "max_position_embeddings",
-                                    "layer_norm_epsilon", "activation"};
+                                    "layer_norm_epsilon", "activation", true};
 constexpr ConfigKeys kGemma2Keys = {"vocab_size", "head_dim", "hidden_size", "num_hidden_layers",
                                     "num_attention_heads", "num_key_value_heads", "intermediate_size",
                                     "max_position_embeddings", "rms_norm_eps", "hidden_activation"};

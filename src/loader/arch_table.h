@@ -27,6 +27,7 @@ struct ConfigKeys {
   std::string_view max_position_embeddings = "max_position_embeddings";
   std::string_view norm_eps = "rms_norm_eps";
   std::string_view hidden_act = "hidden_act";
+  bool intermediate_optional = false;  // absent or null: 4 * hidden_size (GPT-2's n_inner, Falcon's ffn_hidden_size)
 };
 
 // How a checkpoint stores q, k and v.

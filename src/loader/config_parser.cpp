@@ -251,10 +251,8 @@ Result<ModelConfig> parseModelConfigJson(const Json& root, std::string_view wher
   LLMRT_RETURN_IF_ERROR(requireInt(root, keys.num_attention_heads, where, &c.num_attention_heads));
   std::optional<int64_t> inter, kv, head_dim, max_pos, pad;
   LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.intermediate_size, keys.intermediate_size, where, &inter));
-  if (!inter && (keys.intermediate_size == "intermediate_size" || keys.intermediate_size == "ffn_hidden_size") &&
-      c.arch != ModelArch::kFalcon)
-    return missingField(where, keys.intermediate_size, "an integer >= 1");
-  c.intermediate_size = inter.value_or(4 * c.hidden_size);  // GPT-2's n_inner, Falcon's ffn_hidden_size: null = 4x
+  if (!inter && !keys.intermediate_optional) return missingField(where, keys.intermediate_size, "an integer >= 1");
+  c.intermediate_size = inter.value_or(4 * c.hidden_size);
   if (!keys.num_key_value_heads.empty())
     LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.num_key_value_heads, keys.num_key_value_heads, where, &kv));
   LLMRT_RETURN_IF_ERROR(detail::readInt(root, keys.head_dim, keys.head_dim, where, &head_dim));

@@ -14,20 +14,6 @@ namespace {
 
 float* f32(const TensorView& t) { return static_cast<float*>(t.data); }
 
-cuda::Act toCuda(Activation a) {
-  switch (a) {
-    case Activation::kSilu:
-      return cuda::Act::kSilu;
-    case Activation::kGelu:
-      return cuda::Act::kGelu;
-    case Activation::kGeluTanh:
-      return cuda::Act::kGeluTanh;
-    case Activation::kRelu:
-      return cuda::Act::kRelu;
-  }
-  return cuda::Act::kSilu;
-}
-
 const char* actName(Activation a) {
   switch (a) {
     case Activation::kSilu:
@@ -61,7 +47,7 @@ void CudaBackend::activation(Activation act, const TensorView& x, TensorView out
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("activation ") + actName(act); });
   if (!checkActivation("activation in", x) || !checkActivation("activation out", out)) return;
-  LLMRT_CUDA_OP_CHECK(cuda::activation(toCuda(act), x.data, x.dtype, viewRowStride(x), viewRows(out),
+  LLMRT_CUDA_OP_CHECK(cuda::activation(toCudaAct(act), x.data, x.dtype, viewRowStride(x), viewRows(out),
                                        viewCols(out), out.data, out.dtype, viewRowStride(out),
                                        stream_.get()));
 }
@@ -70,7 +56,7 @@ void CudaBackend::gatedActivation(Activation act, const TensorView& gate_up, Ten
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("gatedActivation ") + actName(act); });
   if (!checkActivation("gatedActivation in", gate_up) || !checkActivation("gatedActivation out", out)) return;
-  LLMRT_CUDA_OP_CHECK(cuda::gatedActivation(toCuda(act), gate_up.data, gate_up.dtype, viewRowStride(gate_up),
+  LLMRT_CUDA_OP_CHECK(cuda::gatedActivation(toCudaAct(act), gate_up.data, gate_up.dtype, viewRowStride(gate_up),
                                             viewRows(out), viewCols(out), out.data, out.dtype,
                                             viewRowStride(out), stream_.get()));
 }

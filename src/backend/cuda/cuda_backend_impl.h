@@ -37,6 +37,17 @@
 
 namespace llmrt {
 
+// The kernels' activation enum for the model's (the same functions, cuda_kernels.h).
+inline cuda::Act toCudaAct(Activation a) {
+  switch (a) {
+    case Activation::kSilu: return cuda::Act::kSilu;
+    case Activation::kGelu: return cuda::Act::kGelu;
+    case Activation::kGeluTanh: return cuda::Act::kGeluTanh;
+    case Activation::kRelu: return cuda::Act::kRelu;
+  }
+  return cuda::Act::kSilu;
+}
+
 // A 2-D view's rows, columns and row stride (a 1-D view is one row).
 inline int64_t viewRows(const TensorView& t) { return t.shape.rank() >= 2 ? t.shape[0] : 1; }
 inline int64_t viewCols(const TensorView& t) { return t.shape.rank() >= 1 ? t.shape[t.shape.rank() - 1] : 1; }

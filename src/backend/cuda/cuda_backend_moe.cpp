@@ -42,20 +42,6 @@ long long rowBucket(int64_t m) {
   return b;
 }
 
-cuda::Act toCudaAct(Activation a) {
-  switch (a) {
-    case Activation::kSilu:
-      return cuda::Act::kSilu;
-    case Activation::kGelu:
-      return cuda::Act::kGelu;
-    case Activation::kGeluTanh:
-      return cuda::Act::kGeluTanh;
-    case Activation::kRelu:
-      return cuda::Act::kRelu;
-  }
-  return cuda::Act::kSilu;
-}
-
 std::string dims(int64_t r, int64_t c) {
   return strprintf("[%lld, %lld]", static_cast<long long>(r), static_cast<long long>(c));
 }
