@@ -14,7 +14,7 @@
 #include "fuzz_util.h"
 #include "loader/config_parser.h"
 #include "loader/json_util.h"
-#include "loader/llama_weights.h"
+#include "loader/decoder_weights.h"
 #include "loader/quantization.h"
 #include "loader/weight_store.h"
 
@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (w && *w < 1) std::abort();
           if ((l < 0 || l >= c->num_hidden_layers) && w) std::abort();
         }
-        const auto expected = llmrt::expectedLlamaTensors(*c);
+        const auto expected = llmrt::expectedTensors(*c);
         if (expected.size() < 3) std::abort();
       }
     } else {
