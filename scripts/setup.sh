@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev python3 python3-jinja2
   libboost-dev libsentencepiece-dev
+  python3-dev pybind11-dev python3-pytest python3-numpy
 )
 
 # The server's client tests run the OpenAI Node SDK: Debian's nodejs and npm, unless a Node.js

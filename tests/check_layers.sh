@@ -37,15 +37,16 @@ for layer in $layers; do
     fi
   done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*"' "src/$layer" --include='*.h' --include='*.cpp' --include='*.cu' --include='*.cuh' | sed -E 's/^([^:]+):[0-9]+:/\1:/')
 done
-# Front ends use the public API only.
-if [[ -d tools ]]; then
+# Front ends (the CLI and server in tools/, the Python extension in python/src) use the public API only.
+for front in tools python/src; do
+  [[ -d $front ]] || continue
   while IFS= read -r line; do
     echo "layering: front end includes an internal header: $line"; fail=1
-  done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*"(core|loader|tokenizer|template|sampling|kv|backend|model|sched|runtime|executor)/' tools || true)
-fi
+  done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*"(core|loader|tokenizer|template|sampling|kv|backend|model|sched|runtime|executor|api)/' "$front" || true)
+done
 # CUDA headers only in src/backend/cuda.
 while IFS= read -r line; do
   echo "layering: CUDA header outside src/backend/cuda: $line"; fail=1
-done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*[<"](cuda|cublas|cuda_runtime|cuda_bf16|cuda_fp16|nccl)[^">]*[">]' src include tools 2>/dev/null | grep -v '^src/backend/cuda/' || true)
+done < <(grep -rnE '^[[:space:]]*#include[[:space:]]*[<"](cuda|cublas|cuda_runtime|cuda_bf16|cuda_fp16|nccl)[^">]*[">]' src include tools python/src 2>/dev/null | grep -v '^src/backend/cuda/' || true)
 if [[ $fail == 0 ]]; then echo "layering: OK"; fi
 exit $fail

@@ -114,6 +114,9 @@ class GenerationResult {
             bool* timed_out = nullptr);
   // Blocks until the request ends; the whole output (pieces not taken by next() included).
   RequestOutput result();
+  // Blocks until the request ends or `timeout` passes, taking no piece; true once it has ended.
+  // (A front end waiting in slices of time, e.g. to notice Ctrl-C between them.)
+  bool wait(std::chrono::milliseconds timeout);
   bool finished() const;
   // Cancels the request: its completions end with FinishReason::kCancelled.
   void abort();

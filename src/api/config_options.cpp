@@ -217,6 +217,9 @@ const Entry<E> kEngine[] = {
     {{"kv_cache_config.enable_partial_reuse", "--enable-partial-reuse", "--disable-partial-reuse", OptionKind::kBool,
       "", "Copy the matching part of a partly matching cached block"},
      LLMRT_FIELD(E, kv_cache_config.enable_partial_reuse)},
+    {{"kv_cache_config.onboard_blocks", "--onboard-blocks", "--no-onboard-blocks", OptionKind::kBool, "",
+      "Copy reused host-pool blocks back to the primary pool (off: reuse stops at the first host block)"},
+     LLMRT_FIELD(E, kv_cache_config.onboard_blocks)},
     {{"kv_cache_config.max_attention_window", "--max-attention-window", "", OptionKind::kIntList, "W[,W...]",
       "Attend to the last W tokens: one value for every layer, or a per-layer list repeated over the layers "
       "(unset: the model's sliding windows)"},

@@ -70,6 +70,11 @@ RequestOutput GenerationResult::result() {
   return state_->output;
 }
 
+bool GenerationResult::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  return state_->cv.wait_for(lock, timeout, [&] { return state_->done; });
+}
+
 bool GenerationResult::finished() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   return state_->done;
