@@ -54,7 +54,7 @@ def main():
         if r["mode"] == "latency":
             batch, ms = 1, res["decode_ms_per_token"]
         else:
-            batch, ms = min(cfg["num_requests"], cfg["max_batch_size"]), res["itl_ms_p50"]
+            batch, ms = min(int(cfg["num_requests"]), int(cfg["max_batch_size"])), res["itl_ms_p50"]
         E, k = c.get("num_experts", 0), c.get("experts_per_token", 0)
         dense = c["weight_bytes"] - c["expert_bytes"]
         weights = dense + c["expert_bytes"] * expected_expert_share(E, k, batch)

@@ -13,10 +13,12 @@
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/thread_pool.h"
 #include "llmrt/model_config.h"
 #include "llmrt/status.h"
 #include "loader/weight_store.h"
@@ -94,6 +96,7 @@ class DecoderWeightReader {
   const ModelConfig& config_;
   WeightSource source_;
   std::deque<std::vector<char>> held_;  // copies of the current call
+  std::unique_ptr<ThreadPool> pool_;    // transposes (Conv1D checkpoints), made at the first
 };
 
 }  // namespace llmrt

@@ -760,6 +760,7 @@ TEST_P(BackendOps, PagedAttention) {
       {64, 8, 8, 16, 0},   {64, 8, 8, 16, 7}, {128, 16, 4, 16, 0}, {128, 16, 4, 32, 20}, {64, 32, 4, 16, 0},
       {64, 32, 4, 16, 16}, {8, 8, 4, 16, 0},  {256, 4, 2, 16, 0},  {96, 12, 3, 8, 0},    {128, 32, 8, 16, 0},
       {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  // GQA group 16: the CUDA-core decode kernel on 16 bits too
+      {64, 71, 1, 16, 0}, {128, 66, 2, 16, 24}, {256, 40, 2, 16, 0},  // large groups (Falcon-7B: 71): CTA chunks
   };
   for (const Case& c : cases) {
     // Mixed: prefill, long decode, a chunk after a shared cached prefix, decode at a block

@@ -1,7 +1,10 @@
 // Paged attention of single query rows (decode, and every row the tensor-core
 // context kernel does not take). One CTA per (query row, kv head, key split),
 // one warp per query head of that kv head's group (GQA), so the group shares
-// each K/V tile. Keys are visited in tiles of 32: the tile's K and V rows are
+// each K/V tile. A group of more than 32 heads (Falcon-7B: 71 over one KV head)
+// is cut into `chunks` CTAs of at most 32 warps each, fewer where the kernel's
+// registers allow fewer threads (grid y = kv head x chunk); the last chunk's
+// spare warps load tiles and skip the rest. Keys are visited in tiles of 32: the tile's K and V rows are
 // gathered through the block table with 16-byte loads into shared memory (as
 // float32; K rows padded so one key per lane is conflict-free), each lane
 // scores one key, an online softmax keeps (max, sum), and each lane
@@ -23,6 +26,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/cuda/cuda_flash_attention.h"
@@ -34,7 +38,7 @@ namespace llmrt::cuda {
 namespace {
 
 constexpr int kTile = 32;
-constexpr int kMaxGroup = 32;  // blockDim = group * 32 <= 1024
+constexpr int kMaxWarps = 32;  // blockDim = heads per CTA * 32 <= 1024
 constexpr int kMaxSmem = 200 * 1024;
 constexpr int kInFlight = 8;      // 16-byte loads per thread in flight while gathering a tile
 constexpr int kMaxSplits = 1024;  // the merge keeps one weight per split in shared memory
@@ -61,18 +65,21 @@ struct Vec<float> {
 };
 
 // kPerLane: output features per lane (head_dim <= 32 * kPerLane). kExtras: a.extras applies.
+// `group`: query heads per KV head; blockDim.x / 32 of them (`sub`) per CTA.
 template <typename T, int kPerLane, bool kExtras>
-__global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a) {
+__global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group) {
   extern __shared__ float smem[];
   __shared__ const T* k_rows[kTile];
   __shared__ const T* v_rows[kTile];
   const int hd = static_cast<int>(g.head_dim);
-  const int group = blockDim.x / 32;
-  float* q_s = smem;                   // [group][hd], pre-scaled
-  float* k_s = q_s + group * hd;       // [kTile][hd + 1]
+  const int sub = blockDim.x / 32, chunks = (group + sub - 1) / sub;
+  float* q_s = smem;                   // [sub][hd], pre-scaled
+  float* k_s = q_s + sub * hd;         // [kTile][hd + 1]
   float* v_s = k_s + kTile * (hd + 1); // [kTile][hd]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int kvh = blockIdx.y, split = blockIdx.z;
+  const int kvh = blockIdx.y / chunks, split = blockIdx.z;
+  const int first = kvh * group + (blockIdx.y % chunks) * sub;  // this CTA's first query head
+  const int heads = min(sub, (kvh + 1) * group - first);      // warps >= heads only load tiles
 
   const DecodeKeys keys = decodeKeys(a, blockIdx.x, split);
   const int2 item = keys.item;
@@ -89,8 +96,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   pdlWait();
   pdlLaunchDependents();
 
-  const float* q = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh) * group * hd;
-  for (int i = threadIdx.x; i < group * hd; i += blockDim.x) q_s[i] = q[i] * a.scale;
+  const float* q = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(first) * hd;
+  for (int i = threadIdx.x; i < sub * hd; i += blockDim.x) q_s[i] = i < heads * hd ? q[i] * a.scale : 0.0f;
 
   float m = -INFINITY, l = 0.0f;
   float acc[kPerLane];
@@ -98,7 +105,7 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   for (int i = 0; i < kPerLane; ++i) acc[i] = 0.0f;
   const float* my_q = q_s + warp * hd;
   float slope = 0.0f;  // kExtras: this warp's head's ALiBi slope
-  if constexpr (kExtras) slope = alibiSlope(a.extras, kvh * group + warp);
+  if constexpr (kExtras) slope = warp < heads ? alibiSlope(a.extras, first + warp) : 0.0f;
   constexpr int kVec = Vec<T>::kN;
   const bool vec_ok = hd % kVec == 0;
 
@@ -178,7 +185,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
     m = m_new;
   }
 
-  const int head = kvh * group + warp;
+  if (warp >= heads) return;
+  const int head = first + warp;
   if (a.splits == 1) {
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     const int64_t o = static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * hd;
@@ -243,17 +251,36 @@ __global__ void mergeKernel(DecodeAttnArgs a, int hd) {
   }
 }
 
-size_t smemBytes(int group, int64_t hd) {
-  return (static_cast<size_t>(group) * hd + kTile * (hd + 1) + kTile * hd) * sizeof(float);
+// Query heads per CTA for a GQA group: the group when it fits `cap` warps, else the group cut
+// into the fewest chunks of at most `cap`, as even as possible (71 over 32 -> 24 + 24 + 23).
+int headsPerCta(int64_t group, int cap) {
+  const int64_t chunks = (group + cap - 1) / cap;
+  return static_cast<int>((group + chunks - 1) / chunks);
+}
+
+// The most warps a CTA of `kernel` may have: kMaxWarps, or fewer where its registers per thread
+// allow fewer threads (the kernels with 8 features per lane at 1024 threads would not launch).
+template <typename Kernel>
+int warpCap(Kernel kernel) {
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) return 8;
+  return std::max(1, std::min(kMaxWarps, attr.maxThreadsPerBlock / 32));
+}
+
+size_t smemBytes(int sub, int64_t hd) {
+  return (static_cast<size_t>(sub) * hd + kTile * (hd + 1) + kTile * hd) * sizeof(float);
 }
 
 template <typename T, int kPerLane>
 cudaError_t launch(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
-  const size_t smem = smemBytes(group, g.head_dim);
-  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
-                  static_cast<unsigned>(a.splits));
+  static const int cap_plain = warpCap(decodeKernel<T, kPerLane, false>);
+  static const int cap_extras = warpCap(decodeKernel<T, kPerLane, true>);
   auto kernel = a.extras.any() ? decodeKernel<T, kPerLane, true> : decodeKernel<T, kPerLane, false>;
-  return launchPdl(kernel, grid, group * 32, smem, stream, static_cast<const T*>(pool), g, a);
+  const int sub = headsPerCta(group, a.extras.any() ? cap_extras : cap_plain), chunks = (group + sub - 1) / sub;
+  const size_t smem = smemBytes(sub, g.head_dim);
+  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads * chunks),
+                  static_cast<unsigned>(a.splits));
+  return launchPdl(kernel, grid, sub * 32, smem, stream, static_cast<const T*>(pool), g, a, group);
 }
 
 cudaError_t launchMerge(const KvLayout& g, const DecodeAttnArgs& a, cudaStream_t stream) {
@@ -307,7 +334,7 @@ cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g,
   if (a.num_items == 0) return cudaSuccess;
   if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > kMaxSplits) return cudaErrorInvalidValue;
   const int64_t group = a.num_heads / g.num_kv_heads;
-  if (group > kMaxGroup || smemBytes(static_cast<int>(group), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
+  if (group > 65535 || smemBytes(headsPerCta(group, kMaxWarps), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
   const bool mma = kv_dtype != DType::kF32 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool);
   if (a.rope.k && (!mma || a.rope.pool != pool)) return cudaErrorInvalidValue;  // RoPE only inside that kernel
   cudaError_t launched;

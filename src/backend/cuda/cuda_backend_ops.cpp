@@ -254,9 +254,9 @@ void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const T
 bool CudaBackend::checkAttention(const TensorView& q, int64_t num_heads, int64_t sliding_window,
                                  const TensorView& out) {
   const int64_t kv_heads = kv_.geometry().num_kv_heads;
-  if (num_heads % kv_heads != 0 || num_heads / kv_heads > 32) {
-    fail(unimplemented("attention: " + std::to_string(num_heads) + " heads over " + std::to_string(kv_heads) +
-                       " KV heads (a GQA group of at most 32 is supported)"));
+  if (num_heads % kv_heads != 0) {
+    fail(invalidArgument("attention: " + std::to_string(num_heads) + " heads over " + std::to_string(kv_heads) +
+                         " KV heads; the query heads must be a multiple of the KV heads"));
     return false;
   }
   // The kernels read keys from the row's window start only, so released blocks (kNoKvBlock)
