@@ -27,6 +27,8 @@
 namespace llmrt {
 namespace {
 
+using optest::expectClose;
+using optest::halfStep;
 using optest::randomVec;
 using optest::roundTo;
 
@@ -59,32 +61,6 @@ const char* actName(Activation a) {
       return "relu";
   }
   return "?";
-}
-
-// Half a step of a 16-bit type (what rounding alone moves a value by, relative).
-double halfStep(DType dt) { return dt == DType::kBF16 ? 1.0 / 256 : (dt == DType::kF16 ? 1.0 / 2048 : 0.0); }
-
-// Relative L2 error and largest absolute difference beyond |ref| * elem_rel; NaN anywhere fails.
-void expectClose(const std::vector<float>& got, const std::vector<float>& ref, double rel_tol, double abs_tol,
-                 const std::string& what, double elem_rel = 0.0) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  double num = 0.0, den = 0.0, max_abs = 0.0;
-  size_t worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got[i])) << what << ": NaN (unwritten?) at " << i;
-    const double d = static_cast<double>(got[i]) - ref[i];
-    num += d * d;
-    den += static_cast<double>(ref[i]) * ref[i];
-    const double beyond = std::abs(d) - std::abs(static_cast<double>(ref[i])) * elem_rel;
-    if (beyond > max_abs) {
-      max_abs = beyond;
-      worst = i;
-    }
-  }
-  const double rel = std::sqrt(num / std::max(den, 1e-30));
-  EXPECT_LE(rel, rel_tol) << what << ": relative L2 error";
-  EXPECT_LE(max_abs, abs_tol) << what << ": max |diff| (beyond |ref| * " << elem_rel << ") at " << worst
-                              << " (got " << got[worst] << ", ref " << ref[worst] << ")";
 }
 
 double relDiff(const std::vector<float>& a, const std::vector<float>& b) {

@@ -28,6 +28,7 @@ namespace llmrt {
 namespace {
 
 using optest::randomVec;
+using optest::expectClose;
 using optest::roundTo;
 
 struct MoeMode {
@@ -57,28 +58,6 @@ const char* actName(Activation a) {
       return "relu";
   }
   return "?";
-}
-
-// Relative L2 error and largest absolute difference; NaN or infinity anywhere fails.
-void expectClose(const std::vector<float>& got, const std::vector<float>& ref, double rel_tol, double abs_tol,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  double num = 0.0, den = 0.0, max_abs = 0.0;
-  size_t worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(got[i])) << what << ": " << got[i] << " at " << i;
-    const double d = static_cast<double>(got[i]) - ref[i];
-    num += d * d;
-    den += static_cast<double>(ref[i]) * ref[i];
-    if (std::abs(d) > max_abs) {
-      max_abs = std::abs(d);
-      worst = i;
-    }
-  }
-  const double rel = std::sqrt(num / std::max(den, 1e-30));
-  EXPECT_LE(rel, rel_tol) << what << ": relative L2 error";
-  EXPECT_LE(max_abs, abs_tol) << what << ": max |diff| at " << worst << " (got " << got[worst] << ", ref "
-                              << ref[worst] << ")";
 }
 
 // Router logits [T, E] without near-ties: each row a random permutation of E levels 3 / E apart,

@@ -34,6 +34,7 @@ struct WinMode {
 };
 
 using optest::columns;
+using optest::expectClose;
 using optest::randomVec;
 using optest::roundTo;
 
@@ -207,21 +208,6 @@ class WindowedAttention : public ::testing::TestWithParam<WinMode> {
   std::vector<std::vector<int32_t>> tables_;
   std::vector<std::vector<float>> k_, v_;  // [layer][slot * KV + head * head_dim + d]
 };
-
-void expectClose(const std::vector<float>& got, const std::vector<float>& ref, double rel_tol, double abs_tol,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), ref.size()) << what;
-  double num = 0, den = 0, worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_FALSE(std::isnan(got[i])) << what << ": NaN at " << i;
-    const double d = double{got[i]} - ref[i];
-    num += d * d;
-    den += double{ref[i]} * ref[i];
-    worst = std::max(worst, std::abs(d));
-  }
-  EXPECT_LE(std::sqrt(num / std::max(den, 1e-30)), rel_tol) << what;
-  EXPECT_LE(worst, abs_tol) << what;
-}
 
 const std::vector<WinCase>& cases() {
   // Context chunks (16+ rows: the flash kernel on 16-bit caches, tiles at rows 0 and 64), long

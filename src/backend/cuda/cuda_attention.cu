@@ -325,7 +325,8 @@ cudaError_t initAttentionKernels() {
 bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
                          const float* k, int64_t ld_k, const float* v, int64_t ld_v) {
   auto aligned = [](const float* p, int64_t ld) { return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0; };
-  return kv_dtype != DType::kF32 && decodeMmaSupported(g, num_heads, pool) && rotary_dim == g.head_dim &&
+  return kv_dtype != DType::kF32 && decodeMmaSupported(g, num_heads, pool) &&
+         (rotary_dim == g.head_dim || rotary_dim == 0) &&
          aligned(k, ld_k) && aligned(v, ld_v);
 }
 

@@ -335,7 +335,7 @@ void CudaBackend::ropeAttention(int64_t layer, TensorView q, TensorView k, const
   a.rope.positions = dev.positions;
   a.rope.row_table = dev.row_table;
   a.rope.slots = dev.slots;
-  a.rope.inv_freq = dev.inv_freq;
+  a.rope.inv_freq = step_.host().rotary_dim > 0 ? dev.inv_freq : nullptr;  // null: the KV write alone
   a.rope.scaling = step_.host().rope_scaling;
   LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(kv_.primary(), g.dtype, kv_.layout(), a, stream_.get()));
 }

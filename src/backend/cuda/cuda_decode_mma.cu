@@ -75,7 +75,8 @@ struct Geometry {
 // would gather the row's own key (k and v, 8 features of a head) from the pool rotates it from
 // a.rope.k instead and stores both in its tile and in the pool. (A row without a slot reads its
 // key from the pool, as attention after ropeWriteKv does.) Nothing else the kernel gathers comes
-// from the kernels before it, so the first tiles' gather starts before the wait.
+// from the kernels before it, so the first tiles' gather starts before the wait. A model without
+// rotary embeddings (a.rope.inv_freq null: learned positions, ALiBi) only has the KV write fused.
 // kExtras: a.extras applies to the scores.
 template <int kHeadDim, typename H, bool kRope, bool kExtras>
 __global__ void __launch_bounds__(kThreads)
@@ -108,9 +109,10 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float rope_cs[kRope ? kHeadDim : 1];  // kRope: cos [0, kHalf), sin [kHalf, kHeadDim)
   H* new_k = nullptr;  // kRope: where the row's own k and v go in the pool (null: not written)
   H* new_v = nullptr;
+  const bool rotate = kRope && a.rope.inv_freq != nullptr;
   if constexpr (kRope) {
     const int row = item.x;
-    if (tid < kHalf) {
+    if (rotate && tid < kHalf) {
       const float* inv = a.rope.inv_freq + static_cast<int64_t>(a.rope.row_table[row]) * kHalf;
       const float2 c = ropeCosSin(static_cast<float>(a.rope.positions[row]), inv[tid], a.rope.scaling);
       rope_cs[tid] = c.x;
@@ -142,8 +144,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int i = (d0 < kHalf ? d0 : pair0) + e;  // the pair's first feature
-      y[e] = d0 < kHalf ? ropeRotate(xs[e], ps[e], rope_cs[i], rope_cs[kHalf + i]).x
-                        : ropeRotate(ps[e], xs[e], rope_cs[i], rope_cs[kHalf + i]).y;
+      y[e] = !rotate      ? xs[e]
+             : d0 < kHalf ? ropeRotate(xs[e], ps[e], rope_cs[i], rope_cs[kHalf + i]).x
+                          : ropeRotate(ps[e], xs[e], rope_cs[i], rope_cs[kHalf + i]).y;
     }
     const H* tag = nullptr;
     uint4 kq, vq;
@@ -229,7 +232,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int half = 0; half < 2; ++half)
 #pragma unroll
         for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] : 0.0f;
-    if constexpr (kRope) {  // feature i's partner i + kHalf sits kDimChunks / 2 chunks on, in this thread
+    if (rotate) {  // feature i's partner i + kHalf sits kDimChunks / 2 chunks on, in this thread
 #pragma unroll
       for (int c = 0; c < kDimChunks / 2; ++c)
 #pragma unroll

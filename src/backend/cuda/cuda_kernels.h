@@ -172,7 +172,8 @@ struct DecodeAttnArgs {
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream);
 // Whether decodeAttention can take a step's RoPE and KV write (DecodeAttnArgs::rope): the tensor-core
-// kernel runs, the rotary dim is head_dim and k / v rows are 16-byte aligned float32.
+// kernel runs, the rotary dim is head_dim or 0 (no rotary embedding: the KV write alone, with
+// rope.inv_freq null) and k / v rows are 16-byte aligned float32.
 bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
                          const float* k, int64_t ld_k, const float* v, int64_t ld_v);
 // The tensor-core decode kernel (cuda_decode_mma.cu): bf16 or fp16 cache, head_dim 64 or 128, a GQA group of

@@ -1,0 +1,251 @@
+// The fixture of the cross-backend op tests (backend_ops_test.cpp, backend_attention_test.cpp):
+// the test modes (weight / KV dtypes, CUDA tuning switches) and BackendOps, which runs each op on
+// the CPU reference and the CUDA backend with the same inputs. Skipped without the CUDA backend
+// or without a device.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "op_test_util.h"
+#include "llmrt/engine_config.h"
+#if LLMRT_HAVE_CUDA
+#include "backend/cuda/cuda_backend.h"
+#endif
+
+namespace llmrt {
+
+using optest::columns;
+using optest::expectClose;
+using optest::halfStep;
+using optest::randomVec;
+using optest::roundTo;
+
+struct Mode {
+  DType weight;
+  DType kv;
+  const char* name;
+  CudaTuning tuning = {};  // the backend's switches: the variants device_check once ran with variables set
+};
+
+inline void PrintTo(const Mode& m, std::ostream* os) { *os << m.name; }
+
+// bf16 with one switch of CudaTuning moved from its default (each the peer of a fast path).
+inline Mode tuned(const char* name, void (*set)(CudaTuning&)) {
+  Mode m{DType::kBF16, DType::kBF16, name};
+  set(m.tuning);
+  return m;
+}
+
+inline float rounded(float v, DType dt) {
+  std::vector<float> one{v};
+  roundTo(one, dt);
+  return one[0];
+}
+
+// Two RoPE tables of `half` frequencies each (as dynamic NTK gives per sequence): base^(-2i / rotary)
+// and the same times 0.37.
+inline std::vector<float> twoRopeTables(int64_t rotary_dim, float base) {
+  const int64_t half = rotary_dim / 2;
+  std::vector<float> inv(static_cast<size_t>(2 * half));
+  for (int64_t i = 0; i < half; ++i) {
+    inv[static_cast<size_t>(i)] = 1.0f / std::pow(base, static_cast<float>(2 * i) / static_cast<float>(rotary_dim));
+    inv[static_cast<size_t>(half + i)] = inv[static_cast<size_t>(i)] * 0.37f;
+  }
+  return inv;
+}
+
+// A step's inputs over the given rows and sequences (the spans must outlive it).
+inline StepInputs ropeStep(const std::vector<int32_t>& ids, const std::vector<int32_t>& pos, const std::vector<int64_t>& slots,
+                    const std::vector<StepSeq>& seqs, const std::vector<float>& inv, int64_t rotary_dim, float scaling) {
+  StepInputs in;
+  in.token_ids = ids;
+  in.positions = pos;
+  in.slots = slots;
+  in.seqs = seqs;
+  in.rope_inv_freq = inv;
+  in.rotary_dim = rotary_dim;
+  in.rope_attention_scaling = scaling;
+  return in;
+}
+
+// A linearAddNormLinear case: x [m, k], residual [m, h], out [m, n].
+struct NormCase {
+  int64_t m, k, h, n;
+  bool bias, f32_out;
+  std::string name() const {
+    return std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(h) + "x" + std::to_string(n) +
+           (bias ? " bias" : "") + (f32_out ? " f32 out" : "");
+  }
+};
+
+class BackendOps : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+#if !LLMRT_HAVE_CUDA
+    GTEST_SKIP() << "this build has no CUDA backend (LLMRT_CUDA=OFF)";
+#else
+    if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device found";
+    CudaBackendOptions o;
+    o.weight_dtype = GetParam().weight;
+    o.kv_dtype = GetParam().kv;
+    o.tuning = GetParam().tuning;
+    auto r = createCudaBackend(o);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    gpu_ = std::move(*r);
+    cpu_ = std::make_unique<CpuBackend>(2);
+    // A small pool, so steps can begin in tests that use no KV.
+    ASSERT_TRUE(cpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, DType::kF32}, 0).isOk());
+    ASSERT_TRUE(gpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, gpuKv()}, 0).isOk());
+#endif
+  }
+
+  // What the GPU stores the cache in (a float32-weight backend always uses float32).
+  DType gpuKv() const { return GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv; }
+
+  // Begins the same step on both backends.
+  void begin(const StepInputs& in) {
+    Status c = cpu_->beginStep(in), g = gpu_->beginStep(in);
+    ASSERT_TRUE(c.isOk()) << c.toString();
+    ASSERT_TRUE(g.isOk()) << g.toString();
+  }
+  // A step of `n` rows in one sequence (no KV written, positions 0..n-1) picking `logit_rows`.
+  void beginPlain(int64_t n, std::vector<int32_t> ids = {}, std::vector<int64_t> logit_rows = {}) {
+    plain_ids_ = ids.empty() ? std::vector<int32_t>(static_cast<size_t>(n), 0) : std::move(ids);
+    plain_pos_.resize(static_cast<size_t>(n));
+    std::iota(plain_pos_.begin(), plain_pos_.end(), 0);
+    plain_slots_.assign(static_cast<size_t>(n), -1);
+    plain_logits_ = std::move(logit_rows);
+    plain_table_.assign(static_cast<size_t>((n + 15) / 16), 0);
+    plain_seq_ = StepSeq{0, n, n, plain_table_, 0};
+    StepInputs in;
+    in.token_ids = plain_ids_;
+    in.positions = plain_pos_;
+    in.slots = plain_slots_;
+    in.seqs = std::span<const StepSeq>(&plain_seq_, 1);
+    in.logit_rows = plain_logits_;
+    begin(in);
+  }
+  // Allocates pools of geometry g (the GPU's in its KV dtype) and writes random K/V rows to
+  // every slot of every layer of `blocks` (empty: every block) on both backends.
+ public:
+  void fill(const KvPoolGeometry& g, std::vector<int32_t> blocks = {}) {
+    KvPoolGeometry gg = g;
+    gg.dtype = gpuKv();
+    ASSERT_TRUE(cpu_->allocateKvPools(g, 0).isOk());
+    Status allocated = gpu_->allocateKvPools(gg, 0);
+    ASSERT_TRUE(allocated.isOk()) << allocated.toString();
+    if (blocks.empty()) {
+      blocks.resize(static_cast<size_t>(g.num_blocks));
+      std::iota(blocks.begin(), blocks.end(), 0);
+    }
+    const int64_t tpb = g.tokens_per_block, n_slots = static_cast<int64_t>(blocks.size()) * tpb;
+    const int64_t KV = g.num_kv_heads * g.head_dim;
+    std::vector<int64_t> slots;
+    slots.reserve(static_cast<size_t>(n_slots));
+    for (int32_t b : blocks)
+      for (int64_t t = 0; t < tpb; ++t) slots.push_back(int64_t{b} * tpb + t);
+    std::vector<int32_t> ids(static_cast<size_t>(n_slots), 0), pos(static_cast<size_t>(n_slots), 0);
+    const StepSeq seq{0, n_slots, n_slots, blocks, 0};
+    StepInputs in;
+    in.token_ids = ids;
+    in.positions = pos;
+    in.slots = slots;
+    in.seqs = std::span<const StepSeq>(&seq, 1);
+    begin(in);
+    for (int64_t layer = 0; layer < g.num_layers; ++layer) {
+      std::vector<float> k = randomVec(static_cast<size_t>(n_slots * KV), rng_);
+      std::vector<float> v = randomVec(static_cast<size_t>(n_slots * KV), rng_);
+      roundTo(k, gpuKv());
+      roundTo(v, gpuKv());
+      auto [kc, kg] = put(0, n_slots, KV, k);
+      auto [vc, vg] = put(1, n_slots, KV, v);
+      cpu_->ropeWriteKv(layer, columns(kc, 0, 0), kc, vc, g.head_dim);
+      gpu_->ropeWriteKv(layer, columns(kg, 0, 0), kg, vg, g.head_dim);
+    }
+  }
+
+ protected:
+  std::vector<int32_t> plain_ids_, plain_pos_, plain_table_;
+  std::vector<int64_t> plain_slots_, plain_logits_;
+  StepSeq plain_seq_;
+
+  DType weights() const { return GetParam().weight; }
+  bool halfWeights() const { return weights() != DType::kF32; }
+  bool halfKv() const { return gpuKv() != DType::kF32; }
+
+  // Scratch `slot` of both backends, filled with `data` (GPU side poisoned first when data is empty).
+  // With a 16-bit gpu_dtype the GPU view is 16-bit and both backends get the data rounded to it.
+  std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols, const std::vector<float>& data,
+                                        DType gpu_dtype = DType::kF32) {
+    TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols, gpu_dtype);
+    EXPECT_NE(g.data, nullptr);
+    std::vector<float> fill = data.empty() ? std::vector<float>(static_cast<size_t>(rows * cols), NAN) : data;
+    roundTo(fill, gpu_dtype);
+    EXPECT_TRUE(cpu_->copyFromHost(fill.data(), c).isOk());
+    EXPECT_TRUE(gpu_->copyFromHost(fill.data(), g).isOk());
+    return {c, g};
+  }
+  std::vector<float> get(Backend& b, const TensorView& v) {
+    std::vector<float> out(static_cast<size_t>(v.shape[0] * v.shape[v.shape.rank() - 1]));
+    Status s = b.copyToHost(v, out.data());
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    return out;
+  }
+  std::pair<TensorView, TensorView> weight(const std::vector<float>& data, Shape shape) {
+    // The CPU backend may use a float32 weight in place: keep the data alive for the test.
+    const std::vector<float>& kept = kept_weights_.emplace_back(data);
+    TensorView host(const_cast<float*>(kept.data()), DType::kF32, shape);
+    std::vector<TensorView> parts{host};
+    auto c = cpu_->loadWeight(parts, "w"), g = gpu_->loadWeight(parts, "w");
+    EXPECT_TRUE(c.isOk() && g.isOk());
+    EXPECT_TRUE(gpu_->finishWeights().isOk());
+    return {*c, *g};
+  }
+
+  // A linearAddNormLinear case's operands on both backends: random weights rounded to the weights'
+  // type (the CPU computes on the GPU's values), biases and norm weights; x [m, k] in the activation
+  // dtype, the float32 residual (kept in `res`), the normed scratch and out (slots 0-3).
+  struct NormOperands {
+    std::pair<TensorView, TensorView> w1, b1, norm_w, w2, b2, x, residual, normed, out;
+    std::vector<float> g, res;  // the norm's weights, the residual's initial rows
+  };
+  NormOperands normOperands(const NormCase& c, DType out_dtype) {
+    const DType act = gpu_->activationDtype();
+    NormOperands o;
+    std::vector<float> w1 = randomVec(static_cast<size_t>(c.h * c.k), rng_, 0.05f);
+    std::vector<float> w2 = randomVec(static_cast<size_t>(c.n * c.h), rng_, 0.05f);
+    roundTo(w1, weights());
+    roundTo(w2, weights());
+    o.g = randomVec(static_cast<size_t>(c.h), rng_);
+    o.w1 = weight(w1, Shape{c.h, c.k});
+    o.b1 = weight(randomVec(static_cast<size_t>(c.h), rng_), Shape{c.h});
+    o.norm_w = weight(o.g, Shape{c.h});
+    o.w2 = weight(w2, Shape{c.n, c.h});
+    o.b2 = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
+    o.x = put(0, c.m, c.k, randomVec(static_cast<size_t>(c.m * c.k), rng_), act);  // (put rounds both copies)
+    o.res = randomVec(static_cast<size_t>(c.m * c.h), rng_, 3.0f);
+    o.residual = put(1, c.m, c.h, o.res);
+    o.normed = put(2, c.m, c.h, {}, act);
+    o.out = put(3, c.m, c.n, {}, out_dtype);
+    return o;
+  }
+
+  std::mt19937 rng_{1234};
+  std::deque<std::vector<float>> kept_weights_;  // weights the CPU backend uses in place
+  std::unique_ptr<Backend> cpu_, gpu_;
+};
+
+
+}  // namespace llmrt
