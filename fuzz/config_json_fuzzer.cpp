@@ -1,5 +1,5 @@
 // libFuzzer target: the input bytes are config.json text, parsed and validated
-// (parseModelConfig) and read for a quantization_config; inputs up to 64 KB
+// (parseModelConfig) and read for a quantization_config (and the FP8 scheme resolved from it); inputs up to 64 KB
 // also go through the generation_config.json and index.json parsers. Any result is
 // fine; a crash or sanitizer report is a bug, as is an accepted config that
 // fails validation, has an inconsistent per-layer sliding window or positions
@@ -50,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     auto q = llmrt::quantizationFromConfig(*root, "fuzz/config.json");
     if (q && (q->describe().empty() || q->describe().size() > 4096)) std::abort();
+    if (q) {  // what llmrt would run of it (no tensors: a scheme or the refusal)
+      llmrt::ModelConfig mc;
+      const llmrt::Status s = llmrt::resolveQuantization(q, llmrt::WeightStore(), &mc);
+      if (!s.isOk()) {
+        llmrt::fuzz::checkMessage(s);
+      } else if (mc.weight_quantization != "fp8" || mc.fp8_block_rows < 0 || mc.fp8_block_rows > 65536 ||
+                 (mc.fp8_block_rows == 0) != (mc.fp8_block_cols == 0)) {
+        std::abort();
+      }
+    }
   }
   // The other JSON files parse the text again: only small inputs, so the large-input pass
   // (megabyte inputs) spends its time on config.json; generation_config_fuzzer covers those.

@@ -143,6 +143,15 @@ struct ModelConfig {
   std::optional<int64_t> pad_token_id;
   std::string torch_dtype;  // as written: "bfloat16", "float16", "float32" (empty if absent)
 
+  // A quantized checkpoint llmrt reads (src/loader/quantization.h), set by the loader from
+  // quantization_config / hf_quant_config.json: "fp8" = float8 E4M3 weights with float32 scales,
+  // dequantized at load (activations and the KV cache stay in the compute dtype). Empty: none.
+  std::string weight_quantization;
+  // fp8 block scales (`weight_scale_inv`, one per block_rows x block_cols block, transformers'
+  // FineGrainedFP8Config / DeepSeek-V3 / Qwen3-FP8); 0: one scale per tensor or per output row
+  // (`weight_scale`: vLLM / llm-compressor / ModelOpt FP8).
+  int64_t fp8_block_rows = 0, fp8_block_cols = 0;
+
   // The sliding window (tokens) applied to `layer`, or nullopt for full attention.
   std::optional<int64_t> slidingWindowForLayer(int64_t layer) const;
   // Whether `layer`'s MLP is a mixture of experts.

@@ -252,6 +252,52 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
   return out;
 }
 
+namespace {
+
+// FP8 checkpoints (ModelConfig::weight_quantization "fp8"): the name of a float8 weight's scale
+// tensor, and whether `scale` fits a [rows, cols] weight (block scales [ceil(rows / br),
+// ceil(cols / bc)]; else one value, or one per row as [rows] or [rows, 1]).
+std::string fp8ScaleName(const ModelConfig& c, std::string_view weight) {
+  return std::string(weight) + (c.fp8_block_rows > 0 ? "_scale_inv" : "_scale");
+}
+
+bool fp8ScaleFits(const ModelConfig& c, const Shape& weight, const Shape& scale) {
+  const int64_t rows = weight[0], cols = weight[1];
+  if (c.fp8_block_rows > 0)
+    return scale == Shape{(rows + c.fp8_block_rows - 1) / c.fp8_block_rows,
+                          (cols + c.fp8_block_cols - 1) / c.fp8_block_cols};
+  return scale.numel() == 1 || scale == Shape{rows} || scale == Shape{rows, 1};
+}
+
+std::string fp8ScaleExpectation(const ModelConfig& c, const Shape& weight) {
+  if (c.fp8_block_rows > 0)
+    return "shape " + Shape{(weight[0] + c.fp8_block_rows - 1) / c.fp8_block_rows,
+                            (weight[1] + c.fp8_block_cols - 1) / c.fp8_block_cols}.toString() +
+           " (one float per " + std::to_string(c.fp8_block_rows) + "x" + std::to_string(c.fp8_block_cols) +
+           " block, weight_block_size)";
+  return "one float per tensor or per row ([" + std::to_string(weight[0]) + "] or [" + std::to_string(weight[0]) +
+         ", 1])";
+}
+
+// Checks the scale tensor of float8 weight `w`; returns its name.
+Result<std::string> checkFp8Scale(const ModelConfig& c, const WeightStore& weights, const WeightEntry& w) {
+  const std::string& src = weights.source();
+  if (w.shape.rank() != 2)
+    return invalidArgument(src + ": tensor '" + w.name + "' is F8_E4M3 with shape " + w.shape.toString() +
+                           "; only matrices (linear weights) may be float8");
+  const std::string name = fp8ScaleName(c, w.name);
+  const WeightEntry* s = weights.find(name);
+  if (s == nullptr)
+    return notFound(src + ": tensor '" + name + "' is missing; expected the scales of F8_E4M3 tensor '" + w.name +
+                    "': " + fp8ScaleExpectation(c, w.shape));
+  if (!isFloatingPoint(s->dtype) || s->dtype == DType::kF8E4M3 || !fp8ScaleFits(c, w.shape, s->shape))
+    return invalidArgument(src + ": tensor '" + name + "' is " + std::string(dtypeName(s->dtype)) + " " +
+                           s->shape.toString() + "; expected F32/BF16/F16 " + fp8ScaleExpectation(c, w.shape));
+  return name;
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> checkWeights(const ModelConfig& c, const WeightStore& weights) {
   const std::string& src = weights.source();
   const std::string_view optional_prefix = archEntry(c.arch).names.optional_prefix;
@@ -270,11 +316,13 @@ Result<std::vector<std::string>> checkWeights(const ModelConfig& c, const Weight
       return invalidArgument(src + ": tensor '" + w->name + "' has shape " + w->shape.toString() + "; expected " +
                              e.shape.toString() + " " + e.formula);
     }
-    if (w->dtype == DType::kF8E4M3 || w->dtype == DType::kI8 || w->dtype == DType::kU8) {
+    if (w->dtype == DType::kF8E4M3 && c.weight_quantization == "fp8") {
+      LLMRT_ASSIGN_OR_RETURN(std::string scale, checkFp8Scale(c, weights, *w));
+      used.insert(std::move(scale));
+    } else if (w->dtype == DType::kF8E4M3 || w->dtype == DType::kI8 || w->dtype == DType::kU8) {
       return unimplemented(src + ": tensor '" + w->name + "' has dtype " + std::string(dtypeName(w->dtype)) +
                            ", quantized codes, which are not supported yet; use a bf16/fp16/fp32 checkpoint");
-    }
-    if (!isFloatingPoint(w->dtype)) {
+    } else if (!isFloatingPoint(w->dtype)) {
       return invalidArgument(src + ": tensor '" + w->name + "' has dtype " + std::string(dtypeName(w->dtype)) +
                              "; expected a floating-point dtype (F32, F16, BF16, F64)");
     }
@@ -291,16 +339,52 @@ DecoderWeightReader::DecoderWeightReader(const ModelConfig& config, WeightSource
 
 Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Shape& shape) {
   Result<TensorView> t = source_(name);
+  std::string found = name;
   const std::string_view prefix = archEntry(config_.arch).names.optional_prefix;
   if (!t.isOk() && !prefix.empty() && name.starts_with(prefix)) {
     Result<TensorView> alt = source_(name.substr(prefix.size()));
-    if (alt.isOk()) t = std::move(alt);
+    if (alt.isOk()) {
+      t = std::move(alt);
+      found = name.substr(prefix.size());
+    }
   }
   if (!t.isOk()) return t.status();
   if (t->shape != shape)
     return invalidArgument("tensor '" + name + "' has shape " + t->shape.toString() + "; expected " +
                            shape.toString());
+  if (t->dtype == DType::kF8E4M3) return dequantizeFp8(found, *t);
   return t;
+}
+
+Result<TensorView> DecoderWeightReader::dequantizeFp8(const std::string& name, const TensorView& w) {
+  // Float32 math on the codes: w[i][j] = float(code[i][j]) * scale(i, j), as the checkpoint's
+  // dequantization defines it (transformers' FP8 reference, vLLM's weight-only fallback).
+  if (config_.weight_quantization != "fp8" || w.shape.rank() != 2)
+    return unimplemented("tensor '" + name + "' is F8_E4M3 but the checkpoint declares no FP8 quantization");
+  const std::string scale_name = fp8ScaleName(config_, name);
+  LLMRT_ASSIGN_OR_RETURN(TensorView s, source_(scale_name));
+  if (!isFloatingPoint(s.dtype) || s.dtype == DType::kF8E4M3 || !fp8ScaleFits(config_, w.shape, s.shape))
+    return invalidArgument("tensor '" + scale_name + "' is " + std::string(dtypeName(s.dtype)) + " " +
+                           s.shape.toString() + "; expected " + fp8ScaleExpectation(config_, w.shape));
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  std::vector<float> scale(static_cast<size_t>(s.numel()));
+  convertToF32(s.data, s.dtype, scale.data(), scale.size());
+  std::vector<char> bytes(static_cast<size_t>(rows * cols) * sizeof(float));
+  float* out = reinterpret_cast<float*>(bytes.data());
+  convertToF32(w.data, DType::kF8E4M3, out, static_cast<size_t>(rows * cols));
+  const int64_t br = config_.fp8_block_rows, bc = config_.fp8_block_cols;
+  const int64_t scale_cols = br > 0 ? (cols + bc - 1) / bc : 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = out + i * cols;
+    if (br > 0) {
+      const float* srow = scale.data() + (i / br) * scale_cols;
+      for (int64_t j = 0; j < cols; ++j) row[j] *= srow[j / bc];
+    } else {
+      const float f = scale.size() == 1 ? scale[0] : scale[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < cols; ++j) row[j] *= f;
+    }
+  }
+  return hold(std::move(bytes), DType::kF32, w.shape);
 }
 
 Result<TensorView> DecoderWeightReader::hold(std::vector<char> bytes, DType dtype, Shape shape) {

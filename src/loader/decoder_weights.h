@@ -91,6 +91,8 @@ class DecoderWeightReader {
   Result<TensorView> fetch(const std::string& name, const Shape& checkpoint_shape);
   Result<TensorView> hold(std::vector<char> bytes, DType dtype, Shape shape);
   Result<TensorView> transpose(const TensorView& t);
+  // A float8 weight as float32 with its scales applied (ModelConfig::weight_quantization "fp8").
+  Result<TensorView> dequantizeFp8(const std::string& name, const TensorView& w);
   Result<std::vector<TensorView>> qkvParts(int64_t layer, bool bias);
 
   const ModelConfig& config_;

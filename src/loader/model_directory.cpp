@@ -44,7 +44,8 @@ Result<ModelDirectory> ModelDirectory::open(const std::string& dir, const ModelD
   if (fileExists(tok_path)) m.tokenizer_json = tok_path;
 
   LLMRT_ASSIGN_OR_RETURN(m.weights, WeightStore::openDirectory(dir));
-  if (options.reject_quantized) LLMRT_RETURN_IF_ERROR(checkNotQuantized(m.quantization, m.weights));
+  const Status quantization = resolveQuantization(m.quantization, m.weights, &m.config);
+  if (options.reject_quantized) LLMRT_RETURN_IF_ERROR(quantization);
   if (options.check_weights) {
     LLMRT_ASSIGN_OR_RETURN(m.unused_tensors, checkWeights(m.config, m.weights));
     if (!m.unused_tensors.empty()) {
@@ -59,7 +60,7 @@ std::optional<DType> checkpointDtype(const WeightStore& weights) {
   std::optional<DType> best;
   uint64_t best_bytes = 0;
   for (const auto& [dt, bytes] : weights.bytesByDtype()) {
-    if (!isFloatingPoint(dt)) continue;
+    if (!isFloatingPoint(dt) || dt == DType::kF8E4M3) continue;  // FP8 codes are dequantized at load
     if (!best || bytes > best_bytes) {
       best = dt;
       best_bytes = bytes;

@@ -18,8 +18,9 @@ namespace llmrt {
 struct ModelDirectoryOptions {
   // Check every expected tensor's presence, shape and dtype (checkWeights).
   bool check_weights = true;
-  // Refuse a quantized checkpoint (checkNotQuantized): Unimplemented naming the
-  // method and a quantized tensor. Off only to describe one (`llmrt inspect`).
+  // Refuse a quantized checkpoint llmrt cannot read (resolveQuantization):
+  // Unimplemented naming the method and a quantized tensor. Off only to
+  // describe one (`llmrt inspect`).
   bool reject_quantized = true;
 };
 
@@ -35,7 +36,8 @@ struct ModelDirectory {
 
   // Opens `dir`. Errors: NotFound for a missing directory, config.json or
   // weights; the parsers' errors (naming the file and field) for bad contents;
-  // Unimplemented for a quantized checkpoint (checkNotQuantized), checked
+  // Unimplemented for a quantized checkpoint llmrt cannot read (FP8 ones are
+// read: config.weight_quantization), checked
   // before checkWeights' errors for missing or misshapen tensors.
   static Result<ModelDirectory> open(const std::string& dir, const ModelDirectoryOptions& options = {});
 };

@@ -181,7 +181,7 @@ Result<ModelInfo> inspectModel(const std::string& dir) {
   info.generation = m.generation;
 
   // A quantized checkpoint cannot run: that, not the tensors it lacks, is the report.
-  if (Status q = checkNotQuantized(m.quantization, m.weights); !q.isOk()) {
+  if (Status q = resolveQuantization(m.quantization, m.weights, &m.config); !q.isOk()) {
     info.weights_valid = false;
     info.weights_error = q.message();
     return info;
@@ -212,6 +212,12 @@ std::string formatModelInfo(const ModelInfo& info) {
   }
   if (!c.torch_dtype.empty()) dtype += "; config dtype " + c.torch_dtype;
   row("dtype", dtype);
+  if (!c.weight_quantization.empty())
+    row("quantization", c.weight_quantization +
+                            (c.fp8_block_rows > 0 ? " (block scales " + std::to_string(c.fp8_block_rows) + "x" +
+                                                        std::to_string(c.fp8_block_cols) + ")"
+                                                  : " (per-tensor or per-channel scales)") +
+                            "; weights dequantized at load, activations and KV cache in the compute dtype");
   row("layers", std::to_string(c.num_hidden_layers));
   row("hidden size", std::to_string(c.hidden_size));
   row("heads", std::to_string(c.num_attention_heads) + " query, " + std::to_string(c.num_key_value_heads) +
@@ -317,6 +323,8 @@ std::string modelInfoToJson(const ModelInfo& info) {
       {"parameters_human", formatParameterCount(info.parameter_count)},
       {"dtype", info.dtype},
       {"config_dtype", c.torch_dtype},
+      {"weight_quantization", c.weight_quantization},
+      {"fp8_block", {c.fp8_block_rows, c.fp8_block_cols}},
       {"bytes_by_dtype", by_dtype},
       {"num_hidden_layers", c.num_hidden_layers},
       {"hidden_size", c.hidden_size},

@@ -1,6 +1,7 @@
 #include "loader/quantization.h"
 
 #include <array>
+#include <cctype>
 
 #include "core/mapped_file.h"
 #include "loader/config_parser.h"
@@ -64,6 +65,7 @@ QuantizationConfig fromObject(std::string file, std::string_view prefix, const J
                               std::string_view method_key) {
   QuantizationConfig q;
   q.file = std::move(file);
+  q.raw = obj;
   if (obj.is_object()) {
     auto m = obj.find(method_key);
     if (m != obj.end() && !m->is_null()) {
@@ -171,6 +173,67 @@ Status checkNotQuantized(const std::optional<QuantizationConfig>& config, const 
   }
   m += "; use a bf16/fp16/fp32 checkpoint";
   return unimplemented(std::move(m));
+}
+
+namespace {
+
+std::string lowered(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+std::string stringField(const Json& obj, std::string_view key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? lowered(it->get<std::string>()) : "";
+}
+
+// compressed-tensors (llm-compressor) FP8: format "float-quantized", every group's weights
+// 8-bit floats with one scale per tensor or per output channel.
+bool compressedTensorsFp8(const Json& raw) {
+  if (stringField(raw, "format") != "float-quantized") return false;
+  auto groups = raw.find("config_groups");
+  if (groups == raw.end() || !groups->is_object() || groups->empty()) return false;
+  for (const auto& [name, g] : groups->items()) {
+    if (!g.is_object()) return false;
+    auto w = g.find("weights");
+    if (w == g.end() || !w->is_object()) return false;
+    auto bits = w->find("num_bits");
+    const std::string strategy = stringField(*w, "strategy");
+    if (stringField(*w, "type") != "float" || bits == w->end() || !bits->is_number_integer() || *bits != 8 ||
+        (strategy != "tensor" && strategy != "channel"))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status resolveQuantization(const std::optional<QuantizationConfig>& config, const WeightStore& weights,
+                           ModelConfig* model) {
+  model->weight_quantization.clear();
+  model->fp8_block_rows = model->fp8_block_cols = 0;
+  if (!config || !config->raw.is_object()) return checkNotQuantized(config, weights);
+  const Json& raw = config->raw;
+  const std::string method = stringField(raw, "quant_method"), algo = stringField(raw, "quant_algo");
+  const bool fp8 = method == "fp8" || (method == "modelopt" && algo == "fp8") ||
+                   (method.empty() && algo == "fp8") ||  // hf_quant_config.json's "quantization"
+                   (method == "compressed-tensors" && compressedTensorsFp8(raw));
+  if (!fp8) return checkNotQuantized(config, weights);
+  auto block = raw.find("weight_block_size");
+  if (block != raw.end() && !block->is_null()) {
+    const bool ok = block->is_array() && block->size() == 2 && (*block)[0].is_number_integer() &&
+                    (*block)[1].is_number_integer() && (*block)[0].get<int64_t>() >= 1 &&
+                    (*block)[1].get<int64_t>() >= 1 && (*block)[0].get<int64_t>() <= 65536 &&
+                    (*block)[1].get<int64_t>() <= 65536;
+    if (!ok)
+      return invalidArgument(config->file + ": quantization_config.weight_block_size has value " +
+                             jsonSnippet(*block, 60) + "; expected two integers in [1, 65536] such as [128, 128]");
+    model->fp8_block_rows = (*block)[0].get<int64_t>();
+    model->fp8_block_cols = (*block)[1].get<int64_t>();
+  }
+  model->weight_quantization = "fp8";
+  return Status::ok();
 }
 
 }  // namespace llmrt

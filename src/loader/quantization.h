@@ -1,7 +1,11 @@
-// Quantized checkpoints, recognised so that they are refused with a clear error
-// (StatusCode kUnimplemented) instead of being run as if their integer or
-// float8 codes were weights. Until quantization support lands, any one of
-// these signs refuses a model:
+// Quantized checkpoints. FP8 checkpoints are read (resolveQuantization: the
+// scheme goes into ModelConfig; checkWeights and DecoderWeightReader take the
+// scales): config.json's quantization_config with quant_method "fp8" (block
+// scales with weight_block_size, else per-tensor / per-channel weight_scale),
+// "modelopt" with quant_algo "FP8", or hf_quant_config.json's quant_algo
+// "FP8". Every other quantized checkpoint is recognised so that it is refused
+// with a clear error (StatusCode kUnimplemented) instead of being run as if
+// its integer or float8 codes were weights; any one of these signs counts:
 //   * config.json's `quantization_config` (transformers' quantizers: fp8 /
 //     FineGrainedFP8Config, awq, gptq, bitsandbytes, compressed-tensors,
 //     modelopt, ...) or `compression_config` (older compressed-tensors);
@@ -20,6 +24,7 @@
 #include <string_view>
 
 #include "core/json.h"
+#include "llmrt/model_config.h"
 #include "llmrt/status.h"
 #include "loader/weight_store.h"
 
@@ -31,6 +36,7 @@ struct QuantizationConfig {
                              // the config's field when it names no method; "" for an unreadable file
   std::string method;        // the method as written, e.g. "fp8" (printable, bounded); "" when none
   std::string details;       // a few parameters, e.g. "weight_block_size [128, 128]" (may be empty)
+  Json raw;                  // the config object as written (null for an unreadable file)
 
   // "quantization_config.quant_method 'fp8' (weight_block_size [128, 128])".
   std::string describe() const;
@@ -57,5 +63,12 @@ std::optional<std::string> findQuantizedTensor(const WeightStore& weights);
 // (weight_block_size [128, 128]) is not supported yet; DIR/model.safetensors:
 // tensor 'model.layers.0.mlp.down_proj.weight' is F8_E4M3; use a bf16/fp16/fp32 checkpoint".
 Status checkNotQuantized(const std::optional<QuantizationConfig>& config, const WeightStore& weights);
+
+// The quantization llmrt runs for this checkpoint, written into `model`
+// (weight_quantization, fp8_block_rows / fp8_block_cols): nothing for an
+// unquantized one; "fp8" for the FP8 configs above (a bad weight_block_size is
+// InvalidArgument naming it); otherwise checkNotQuantized's error.
+Status resolveQuantization(const std::optional<QuantizationConfig>& config, const WeightStore& weights,
+                           ModelConfig* model);
 
 }  // namespace llmrt

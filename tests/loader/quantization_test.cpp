@@ -1,7 +1,7 @@
-// Quantized checkpoints are refused (Unimplemented, naming the method and a
-// tensor) instead of running their codes as if they were weights. Tiny
-// synthetic checkpoints in the layouts transformers, AutoGPTQ / AutoAWQ,
-// bitsandbytes, compressed-tensors and ModelOpt write.
+// Quantized checkpoints: FP8 ones are read (their exactness: tests/runtime/fp8_checkpoint_test.cpp);
+// the others are refused (Unimplemented, naming the method and a tensor) instead of running their
+// codes as if they were weights. Tiny synthetic checkpoints in the layouts transformers, AutoGPTQ /
+// AutoAWQ, bitsandbytes, compressed-tensors and ModelOpt write.
 #include "loader/quantization.h"
 
 #include <gtest/gtest.h>
@@ -63,20 +63,40 @@ Json fp8Config() {
   return j;
 }
 
-TEST(Quantization, Fp8BlockCheckpointIsRefusedNamingMethodAndTensor) {
-  TempDir tmp;
-  const Json j = fp8Config();
-  writeModelDir(tmp.path(), j, quantizedLinears(j, fp8Linear));
-  auto m = ModelDirectory::open(tmp.path());
-  ASSERT_FALSE(m.isOk()) << "a float8 checkpoint with block scales must not load as if unquantized";
-  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(m.status().message(),
-            tmp.file("config.json") +
-                ": quantization_config.quant_method 'fp8' (weight_block_size [128, 128], activation_scheme "
-                "dynamic) is not supported yet; " +
-                tmp.file("model.safetensors") +
-                ": tensor 'model.layers.0.mlp.down_proj.weight' is F8_E4M3 (quantized codes); use a "
-                "bf16/fp16/fp32 checkpoint");
+TEST(Quantization, Fp8CheckpointsAreReadWithTheirScales) {
+  // compressed-tensors / ModelOpt float8: F8 weights with per-tensor scales (input scales ignored).
+  auto f8_static = [](const std::string& name, const Shape& s, std::vector<StTensor>* x) {
+    x->push_back({name, "F8_E4M3", dims(s), testutil::floatData(DType::kF8E4M3, s.numel())});
+    x->push_back({name + "_scale", "F32", {}, testutil::floatData(DType::kF32, 1)});
+    const std::string base = name.substr(0, name.size() - 6);
+    x->push_back({base + "input_scale", "F32", {}, testutil::floatData(DType::kF32, 1)});
+  };
+  {
+    SCOPED_TRACE("transformers' fp8, 128x128 blocks");
+    TempDir tmp;
+    const Json j = fp8Config();
+    writeModelDir(tmp.path(), j, quantizedLinears(j, fp8Linear));
+    auto m = ModelDirectory::open(tmp.path());
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    EXPECT_EQ(m->config.weight_quantization, "fp8");
+    EXPECT_EQ(m->config.fp8_block_rows, 128);
+    EXPECT_EQ(m->config.fp8_block_cols, 128);
+    EXPECT_TRUE(m->unused_tensors.empty());
+  }
+  {
+    SCOPED_TRACE("ModelOpt's hf_quant_config.json, per-tensor scales");
+    TempDir tmp;
+    const Json j = tinyConfig("llama");
+    writeModelDir(tmp.path(), j, quantizedLinears(j, f8_static));
+    writeFile(tmp.file("hf_quant_config.json"), R"({"producer": {"name": "modelopt", "version": "0.19.0"},
+           "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": null}})");
+    auto m = ModelDirectory::open(tmp.path());
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    EXPECT_EQ(m->config.weight_quantization, "fp8");
+    EXPECT_EQ(m->config.fp8_block_rows, 0);
+    // The activation scales are not used: activations stay in the compute dtype.
+    EXPECT_EQ(m->unused_tensors.size(), 14u);  // 7 linears x 2 layers
+  }
 }
 
 TEST(Quantization, EveryKnownLayoutIsRefused) {
@@ -153,14 +173,14 @@ TEST(Quantization, EveryKnownLayoutIsRefused) {
        f8_static,
        {"quantization_config.quant_method 'compressed-tensors' (format float-quantized)",
         "'model.layers.0.mlp.down_proj.input_scale' (F32 []) holds quantization data"}},
-      {"modelopt side file",
+      {"modelopt side file, int4 AWQ",
        nullptr,
        "hf_quant_config.json",
        R"({"producer": {"name": "modelopt", "version": "0.19.0"},
-           "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": null}})",
-       f8_static,
-       {"hf_quant_config.json: quantization.quant_algo 'FP8' is not supported yet",
-        "'model.layers.0.mlp.down_proj.input_scale'"}},
+           "quantization": {"quant_algo": "W4A16_AWQ", "kv_cache_quant_algo": null}})",
+       packed,
+       {"hf_quant_config.json: quantization.quant_algo 'W4A16_AWQ' is not supported yet",
+        "'model.layers.0.mlp.down_proj.qweight'"}},
       {"int8 weights, no config",
        nullptr,
        "",
@@ -194,16 +214,24 @@ TEST(Quantization, EveryKnownLayoutIsRefused) {
 
 TEST(Quantization, ConfigAloneOrAScaleTensorAloneIsEnough) {
   {
-    SCOPED_TRACE("quantization_config with unquantized weights");
+    SCOPED_TRACE("a refused method with unquantized weights");
+    TempDir tmp;
+    Json j = tinyConfig("llama");
+    j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+    writeModelDir(tmp.path(), j);
+    auto m = ModelDirectory::open(tmp.path());
+    EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+    EXPECT_EQ(m.status().message(), tmp.file("config.json") +
+                                        ": quantization_config.quant_method 'gptq' (bits 4) is not supported "
+                                        "yet; use a bf16/fp16/fp32 checkpoint");
+  }
+  {
+    SCOPED_TRACE("an fp8 config whose weights all stayed 16-bit");
     TempDir tmp;
     writeModelDir(tmp.path(), fp8Config());
     auto m = ModelDirectory::open(tmp.path());
-    EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
-    EXPECT_EQ(m.status().message(),
-              tmp.file("config.json") +
-                  ": quantization_config.quant_method 'fp8' (weight_block_size [128, 128], "
-                  "activation_scheme dynamic) is not supported yet; use a bf16/fp16/fp32 "
-                  "checkpoint");
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    EXPECT_EQ(m->config.weight_quantization, "fp8");
   }
   {
     SCOPED_TRACE("a config naming no method");
@@ -279,24 +307,36 @@ TEST(Quantization, QuantizedDtypesFailTheWeightCheckToo) {
   }
 }
 
-TEST(Quantization, InspectDescribesItAndSaysItCannotRun) {
+TEST(Quantization, InspectDescribesFp8AndSaysWhatRuns) {
   TempDir tmp;
   const Json j = fp8Config();
   writeModelDir(tmp.path(), j, quantizedLinears(j, fp8Linear));
   auto info = inspectModel(tmp.path());
   ASSERT_TRUE(info.isOk()) << info.status().toString();
-  EXPECT_FALSE(info->weights_valid);
-  EXPECT_NE(info->weights_error.find("quantization_config.quant_method 'fp8' (weight_block_size [128, 128]"),
-            std::string::npos)
-      << info->weights_error;
-  EXPECT_NE(info->weights_error.find("is not supported yet"), std::string::npos) << info->weights_error;
+  EXPECT_TRUE(info->weights_valid) << info->weights_error;
   EXPECT_EQ(info->bytes_by_dtype.size(), 3u);  // BF16 norms and embeddings, F8_E4M3 linears, F32 scales
+  EXPECT_EQ(info->dtype, "BF16");             // the codes are not the compute dtype
   const std::string text = formatModelInfo(*info);
-  EXPECT_NE(text.find("weights check:"), std::string::npos) << text;
-  EXPECT_NE(text.find("FAILED: " + tmp.file("config.json") + ": quantization_config.quant_method 'fp8'"),
+  EXPECT_NE(text.find("fp8 (block scales 128x128); weights dequantized at load"), std::string::npos) << text;
+  EXPECT_NE(text.find("F8_E4M3"), std::string::npos) << text;
+  auto js = nlohmann::json::parse(modelInfoToJson(*info));
+  EXPECT_EQ(js["weights_valid"], true);
+  EXPECT_EQ(js["weight_quantization"], "fp8");
+  EXPECT_EQ(js["fp8_block"], nlohmann::json({128, 128}));
+}
+
+TEST(Quantization, InspectSaysARefusedMethodCannotRun) {
+  TempDir tmp;
+  Json j = tinyConfig("llama");
+  j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}};
+  writeModelDir(tmp.path(), j);
+  auto info = inspectModel(tmp.path());
+  ASSERT_TRUE(info.isOk()) << info.status().toString();
+  EXPECT_FALSE(info->weights_valid);
+  const std::string text = formatModelInfo(*info);
+  EXPECT_NE(text.find("FAILED: " + tmp.file("config.json") + ": quantization_config.quant_method 'awq'"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("F8_E4M3"), std::string::npos) << text;
   auto js = nlohmann::json::parse(modelInfoToJson(*info));
   EXPECT_EQ(js["weights_valid"], false);
   EXPECT_NE(js["weights_error"].get<std::string>().find("not supported yet"), std::string::npos);

@@ -1,0 +1,218 @@
+// FP8 checkpoints (float8 E4M3 linear weights with float scales) read exactly: an engine on the
+// FP8 directory gives the same logits, to the bit, as one on a float32 checkpoint holding the
+// dequantized weights float(code) * scale, for each scale layout llmrt reads: block scales
+// (`weight_scale_inv`, transformers' FineGrainedFP8Config, here with 8x8 blocks so that edges
+// are partial), per-output-row scales (`weight_scale` [rows, 1], compressed-tensors "channel")
+// and one scale per tensor (`weight_scale` [], ModelOpt's hf_quant_config.json). Bad scales are
+// one-line load errors naming the tensor.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../loader/loader_test_util.h"
+#include "llmrt/llm.h"
+#include "loader/decoder_weights.h"
+#include "loader/model_directory.h"
+
+namespace llmrt {
+namespace {
+
+using testutil::CheckpointOptions;
+using testutil::Json;
+using testutil::StTensor;
+using testutil::TempDir;
+
+enum class Layout { kBlock, kChannel, kTensor };
+
+bool isLinear(const std::string& name) {
+  return name.size() > 12 && name.compare(name.size() - 12, 12, "_proj.weight") == 0;
+}
+
+std::vector<int64_t> dims(const Shape& s) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
+  return d;
+}
+
+// The float8 codes and scales of one linear weight, and the float32 weight they stand for.
+struct Fp8Weight {
+  std::string codes;        // F8_E4M3 bytes [rows, cols]
+  std::vector<float> scale; // as stored
+  std::vector<int64_t> scale_shape;
+  std::vector<float> dequantized;  // float(code) * scale, row-major
+};
+
+Fp8Weight makeWeight(const Shape& shape, Layout layout, std::mt19937& rng) {
+  const int64_t rows = shape[0], cols = shape[1], block = 8;
+  std::normal_distribution<float> value(0.0f, 1.5f);
+  std::uniform_real_distribution<float> scale(0.005f, 0.05f);
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  for (float& x : v) x = value(rng);
+  Fp8Weight w;
+  w.codes.resize(v.size());
+  convertFromF32(v.data(), w.codes.data(), DType::kF8E4M3, v.size());
+  std::vector<float> code(v.size());
+  convertToF32(w.codes.data(), DType::kF8E4M3, code.data(), code.size());
+  if (layout == Layout::kBlock) w.scale_shape = {(rows + block - 1) / block, (cols + block - 1) / block};
+  if (layout == Layout::kChannel) w.scale_shape = {rows, 1};
+  int64_t n = 1;
+  for (int64_t d : w.scale_shape) n *= d;
+  for (int64_t i = 0; i < n; ++i) w.scale.push_back(scale(rng));
+  w.dequantized.resize(v.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float s = layout == Layout::kBlock     ? w.scale[static_cast<size_t>((i / block) * w.scale_shape[1] + j / block)]
+                      : layout == Layout::kChannel ? w.scale[static_cast<size_t>(i)]
+                                                   : w.scale[0];
+      w.dequantized[static_cast<size_t>(i * cols + j)] = code[static_cast<size_t>(i * cols + j)] * s;
+    }
+  return w;
+}
+
+// Two checkpoints of one tiny Llama: `fp8` with float8 linears and their scales (the other
+// tensors bf16), `f32` with the dequantized linears (and the same bf16 tensors).
+void writePair(Layout layout, const std::string& fp8, const std::string& f32) {
+  Json j = testutil::tinyConfig("llama");
+  j["max_position_embeddings"] = 64;
+  const ModelConfig c = testutil::writeModelDir(f32, j);  // for the names and shapes
+  std::mt19937 rng(7);
+  CheckpointOptions q, plain;
+  q.dtype = plain.dtype = DType::kBF16;
+  for (const ExpectedTensor& e : expectedTensors(c)) {
+    if (!isLinear(e.name)) continue;
+    const Fp8Weight w = makeWeight(e.shape, layout, rng);
+    q.skip.insert(e.name);
+    plain.skip.insert(e.name);
+    q.extra.push_back({e.name, "F8_E4M3", dims(e.shape), w.codes});
+    q.extra.push_back({e.name + (layout == Layout::kBlock ? "_scale_inv" : "_scale"), "F32", w.scale_shape,
+                       testutil::bytesOf(w.scale)});
+    plain.extra.push_back({e.name, "F32", dims(e.shape), testutil::bytesOf(w.dequantized)});
+  }
+  testutil::writeModelDir(f32, j, plain);
+  Json jq = j;
+  if (layout == Layout::kBlock)
+    jq["quantization_config"] = {
+        {"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {8, 8}}};
+  if (layout == Layout::kChannel)
+    jq["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"format", "float-quantized"},
+        {"config_groups",
+         {{"group_0",
+           {{"targets", {"Linear"}},
+            {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true}}}}}}}};
+  testutil::writeModelDir(fp8, jq, q);
+  if (layout == Layout::kTensor)
+    testutil::writeFile(fp8 + "/hf_quant_config.json",
+                        R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}})");
+}
+
+RequestOutput run(const std::string& dir) {
+  LlmArgs args;
+  args.model = dir;
+  args.backend = BackendKind::kCpu;
+  args.num_threads = 1;
+  auto llm = LLM::create(args);
+  EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+  if (!llm.isOk()) return {};
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = 6;
+  sp.ignore_eos = true;
+  RequestOptions ro;
+  ro.return_context_logits = true;
+  ro.return_generation_logits = true;
+  auto outs = (*llm)->generate({Prompt::fromIds({1, 5, 9, 2, 30, 17})}, {sp}, {ro});
+  EXPECT_TRUE(outs.isOk()) << outs.status().toString();
+  return outs.isOk() ? (*outs)[0] : RequestOutput{};
+}
+
+class Fp8Checkpoint : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(Fp8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
+  TempDir tmp;
+  const std::string fp8 = tmp.subdir("fp8"), f32 = tmp.subdir("f32");
+  writePair(GetParam(), fp8, f32);
+  auto m = ModelDirectory::open(fp8);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->config.weight_quantization, "fp8");
+  EXPECT_EQ(m->config.fp8_block_rows, GetParam() == Layout::kBlock ? 8 : 0);
+  EXPECT_TRUE(m->unused_tensors.empty()) << m->unused_tensors.front();  // every scale is read
+  const RequestOutput a = run(fp8), b = run(f32);
+  ASSERT_TRUE(a.status.isOk() && b.status.isOk());
+  ASSERT_FALSE(a.context_logits.empty());
+  EXPECT_EQ(a.context_logits, b.context_logits);
+  ASSERT_EQ(a.outputs.size(), 1u);
+  EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
+  EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBlock, Layout::kChannel, Layout::kTensor),
+                         [](const auto& info) {
+                           return std::string(info.param == Layout::kBlock     ? "block"
+                                              : info.param == Layout::kChannel ? "channel"
+                                                                               : "tensor");
+                         });
+
+TEST(Fp8CheckpointErrors, BadScalesAreOneLineErrorsNamingTheTensor) {
+  const std::string down = "model.layers.1.mlp.down_proj.weight";
+  struct Case {
+    const char* what;
+    std::string drop;       // a tensor left out
+    StTensor replace;       // a tensor written instead of the good one (empty name: none)
+    Json block;             // weight_block_size
+    StatusCode code;
+    std::string fragment;
+  };
+  const std::vector<Case> cases{
+      {"missing scale", down + "_scale_inv", {}, {8, 8}, StatusCode::kNotFound,
+       "tensor '" + down + "_scale_inv' is missing; expected the scales of F8_E4M3 tensor '" + down +
+           "': shape [2, 3] (one float per 8x8 block, weight_block_size)"},
+      {"scale of the wrong shape", down + "_scale_inv",
+       {down + "_scale_inv", "F32", {3, 3}, testutil::floatData(DType::kF32, 9)}, {8, 8},
+       StatusCode::kInvalidArgument, "tensor '" + down + "_scale_inv' is F32 [3, 3]; expected F32/BF16/F16 shape [2, 3]"},
+      {"float8 scale", down + "_scale_inv",
+       {down + "_scale_inv", "F8_E4M3", {2, 3}, testutil::floatData(DType::kF8E4M3, 6)}, {8, 8},
+       StatusCode::kInvalidArgument, "is F8_E4M3 [2, 3]; expected F32/BF16/F16"},
+      {"bad weight_block_size", "", {}, {8, 0}, StatusCode::kInvalidArgument,
+       "quantization_config.weight_block_size has value [8,0]; expected two integers in [1, 65536]"},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    TempDir tmp;
+    const std::string fp8 = tmp.subdir("fp8"), f32 = tmp.subdir("f32");
+    writePair(Layout::kBlock, fp8, f32);
+    // Rewrite the FP8 directory's config / weights for the case.
+    Json j = Json::parse(testutil::readFile(fp8 + "/config.json"));
+    j["quantization_config"]["weight_block_size"] = k.block;
+    testutil::writeFile(fp8 + "/config.json", j.dump());
+    if (!k.drop.empty()) {
+      // Re-write the checkpoint without the dropped tensor (and with its replacement).
+      ModelDirectoryOptions opts;
+      opts.check_weights = false;
+      opts.reject_quantized = false;
+      auto m = ModelDirectory::open(fp8, opts);
+      ASSERT_TRUE(m.isOk()) << m.status().toString();
+      std::vector<StTensor> all;
+      for (const WeightEntry& w : m->weights.entries()) {
+        if (w.name == k.drop) continue;
+        auto t = m->weights.tensor(w.name);
+        ASSERT_TRUE(t.isOk());
+        all.push_back({w.name, std::string(dtypeName(w.dtype)), dims(w.shape),
+                       std::string(static_cast<const char*>(t->data), static_cast<size_t>(t->nbytes()))});
+      }
+      if (!k.replace.name.empty()) all.push_back(k.replace);
+      testutil::writeFile(fp8 + "/model.safetensors", testutil::makeSafetensors(all));
+    }
+    auto m = ModelDirectory::open(fp8);
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.status().code(), k.code) << m.status().toString();
+    EXPECT_NE(m.status().message().find(k.fragment), std::string::npos) << m.status().message();
+    EXPECT_EQ(m.status().message().find('\n'), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace llmrt
