@@ -242,8 +242,10 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
   std::vector<ExpectedTensor> out;
   auto add = [&](W w, int64_t layer) {
     if (!decoderWeightPresent(w, c, layer)) return;
+    const bool product = w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown || w == W::kExpertsGateUp ||
+                         w == W::kExpertsDown || w == W::kSharedUp || w == W::kSharedDown;
     for (Source& s : sources(w, layer, c))
-      out.push_back({std::move(s.name), s.shape, std::move(s.formula)});
+      out.push_back({std::move(s.name), s.shape, std::move(s.formula), product && s.shape.rank() == 2});
   };
   for (W w : kGlobalsFirst) add(w, 0);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)

@@ -65,6 +65,9 @@ struct ExpectedTensor {
   std::string name;
   Shape shape;
   std::string formula;  // the shape in config terms, e.g. "[num_key_value_heads*head_dim, hidden_size]"
+  // A matrix of a product inside the layers (q/k/v, o, MLP, experts; not embeddings, LM head,
+  // norms, biases or routers): what weight quantization converts.
+  bool product_matrix = false;
 };
 
 // Every checkpoint tensor the config requires, with its checkpoint shape, in model order.

@@ -324,6 +324,15 @@ expect 0 "^The$" -- "$bin" detokenize --model "$bundled" --skip-special 0,464
 expect 0 "^<\|begin_of_text\|>The$" -- "$bin" detokenize --model "$bundled" 0,464
 expect 0 "parameters: +12.59M \(12587904\)" -- "$bin" inspect "$bundled"
 
+# llmrt quantize --method fp8: a new directory that loads and is described as fp8.
+expect 0 "42 matrices quantized to fp8, 14 tensors copied" -- "$bin" quantize --model "$bundled" --output "$tmp/fp8"
+expect 0 "quantization: +fp8 \(per-tensor or per-channel scales\)" -- "$bin" inspect "$tmp/fp8"
+expect 0 "." -- "$bin" generate --model "$tmp/fp8" --prompt "The program" --max-tokens 8 --threads 2
+expect 1 "exists and is not an empty directory" -- "$bin" quantize --model "$bundled" --output "$tmp/fp8"
+expect 1 "is already quantized" -- "$bin" quantize --model "$tmp/fp8" --output "$tmp/fp8-again"
+expect 1 "--method has value 'awq'; expected fp8" -- "$bin" quantize --method awq --model "$bundled" --output "$tmp/awq"
+expect 2 "output" -- "$bin" quantize --model "$bundled"
+
 if [[ $skipped -gt 0 ]]; then echo "cli_test: $skipped checks skipped ($skip_reasons)"; fi
 echo "$pass passed, $fail failed"
 [[ $fail -eq 0 ]]

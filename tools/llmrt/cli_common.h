@@ -36,6 +36,7 @@ Command addInspectCommand(CLI::App& app);
 Command addGenerateCommand(CLI::App& app);
 Command addPerplexityCommand(CLI::App& app);
 Command addServeCommand(CLI::App& app);
+Command addQuantizeCommand(CLI::App& app);
 
 // The model used when --model is not given: ./models/llmrt-tiny when it exists, else the
 // installed copy (<prefix>/share/llmrt/models/llmrt-tiny beside <prefix>/bin), else the copy in

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       llmrt::cli::addTokenizeCommand(app),
       llmrt::cli::addDetokenizeCommand(app),
       llmrt::cli::addServeCommand(app),
+      llmrt::cli::addQuantizeCommand(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,35 @@
+// Writing quantized checkpoints (`llmrt quantize`): a 16/32-bit HuggingFace model directory in,
+// a quantized one out that llmrt, vLLM and transformers (compressed-tensors) read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "llmrt/status.h"
+
+namespace llmrt {
+
+struct QuantizeOptions {
+  std::string method = "fp8";  // "fp8" (the only method so far)
+  std::string model;           // the source model directory (unquantized)
+  std::string output;          // a new directory (absent or empty)
+};
+
+struct QuantizeReport {
+  int64_t quantized_tensors = 0;  // matrices of products written as float8
+  int64_t copied_tensors = 0;     // everything else, as it was
+  uint64_t bytes_in = 0, bytes_out = 0;  // tensor bytes read and written
+};
+
+// fp8: every matrix of a product (attention q/k/v/o, MLP and expert matrices; not the
+// embeddings, the LM head, norms, biases or MoE routers) becomes float8 E4M3 codes with one
+// float32 scale per output row, scale = max|row| / 448, code = round(w / scale) (nearest even);
+// written as compressed-tensors "float-quantized" (weights: 8-bit float, strategy "channel";
+// input activations dynamic per token), `NAME` F8_E4M3 and `NAME_scale` F32 [rows, 1], in
+// model.safetensors. config.json gains the quantization_config; the other files (tokenizer,
+// generation config, ...) are copied. Errors: InvalidArgument for an unknown method, an
+// already quantized model, GPT-2's Conv1D layout, an output that exists and is not empty;
+// the loader's errors for a bad model; Internal for I/O failures (the partial output removed).
+Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& options);
+
+}  // namespace llmrt

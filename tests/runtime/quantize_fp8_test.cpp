@@ -1,0 +1,149 @@
+// `llmrt quantize --method fp8` (quantizeCheckpoint) on the bundled model: every product matrix
+// becomes float8 codes with one scale per row, within float8's rounding of the original; the
+// output loads, is described as fp8, and predicts what the 16-bit model predicts; bad requests
+// are one-line errors that leave nothing behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../loader/loader_test_util.h"
+#include "llmrt/llm.h"
+#include "llmrt/quantize.h"
+#include "loader/decoder_weights.h"
+#include "loader/model_directory.h"
+#include "test_models.h"
+
+namespace llmrt {
+namespace {
+
+using testutil::TempDir;
+
+std::vector<float> f32(const TensorView& t) {
+  std::vector<float> v(static_cast<size_t>(t.numel()));
+  convertToF32(t.data, t.dtype, v.data(), v.size());
+  return v;
+}
+
+TEST(QuantizeFp8, ProductMatricesBecomeFloat8WithinItsRounding) {
+  TempDir tmp;
+  const std::string out = tmp.file("fp8");
+  auto r = quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = out});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->quantized_tensors, 6 * 7);  // q, k, v, o, gate, up, down in 6 layers
+  EXPECT_EQ(r->copied_tensors, 1 + 6 * 2 + 1);  // embeddings, two norms per layer, the final norm
+  EXPECT_LT(r->bytes_out, r->bytes_in);
+  auto src = ModelDirectory::open(testmodels::bundledDir());
+  auto q = ModelDirectory::open(out);
+  ASSERT_TRUE(src.isOk() && q.isOk()) << q.status().toString();
+  EXPECT_EQ(q->config.weight_quantization, "fp8");
+  EXPECT_EQ(q->config.fp8_block_rows, 0);
+  EXPECT_TRUE(q->unused_tensors.empty());
+  EXPECT_TRUE(std::filesystem::exists(out + "/tokenizer.json"));
+  int64_t checked = 0;
+  for (const ExpectedTensor& e : expectedTensors(src->config)) {
+    const WeightEntry* w = q->weights.find(e.name);
+    ASSERT_NE(w, nullptr) << e.name;
+    if (!e.product_matrix) {
+      EXPECT_NE(w->dtype, DType::kF8E4M3) << e.name;
+      continue;
+    }
+    ASSERT_EQ(w->dtype, DType::kF8E4M3) << e.name;
+    const std::vector<float> codes = f32(*q->weights.tensor(e.name));
+    const std::vector<float> scale = f32(*q->weights.tensor(e.name + "_scale"));
+    const std::vector<float> orig = f32(*src->weights.tensor(e.name));
+    const int64_t rows = e.shape[0], cols = e.shape[1];
+    ASSERT_EQ(scale.size(), static_cast<size_t>(rows));
+    for (int64_t i = 0; i < rows; ++i) {
+      float amax = 0.0f, code_max = 0.0f;
+      for (int64_t j = 0; j < cols; ++j) {
+        amax = std::max(amax, std::abs(orig[static_cast<size_t>(i * cols + j)]));
+        code_max = std::max(code_max, std::abs(codes[static_cast<size_t>(i * cols + j)]));
+      }
+      const float s = scale[static_cast<size_t>(i)];
+      EXPECT_FLOAT_EQ(s, amax / 448.0f) << e.name << " row " << i;
+      EXPECT_EQ(code_max, 448.0f) << e.name << " row " << i;  // the row's largest value uses the full range
+      for (int64_t j = 0; j < cols; ++j) {
+        const float w0 = orig[static_cast<size_t>(i * cols + j)];
+        const float back = codes[static_cast<size_t>(i * cols + j)] * s;
+        // e4m3: 3 mantissa bits (half a step: 2^-4 relative); subnormals below 2^-6 step by 2^-9.
+        ASSERT_LE(std::abs(back - w0), std::max(std::abs(w0) / 16.0f, s * 0x1p-10f) * 1.0001f)
+            << e.name << " [" << i << ", " << j << "]";
+      }
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 42);
+}
+
+TEST(QuantizeFp8, TheQuantizedModelPredictsAsThe16BitOne) {
+  TempDir tmp;
+  const std::string out = tmp.file("fp8");
+  ASSERT_TRUE(quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = out}).isOk());
+  auto logits = [](const std::string& dir) {
+    LlmArgs args;
+    args.model = dir;
+    args.backend = BackendKind::kCpu;
+    args.num_threads = 2;
+    auto llm = LLM::create(args);
+    EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+    SamplingParams sp;
+    sp.temperature = 0.0f;
+    sp.max_tokens = 1;
+    RequestOptions ro;
+    ro.return_context_logits = true;
+    auto outs = (*llm)->generate(
+        {Prompt::fromText("The program reads the configuration file and prints the list of packages that "
+                          "depend on it, one per line, sorted by name.")},
+        {sp}, {ro});
+    EXPECT_TRUE(outs.isOk());
+    return std::make_pair((*outs)[0].context_logits, (*llm)->modelConfig().vocab_size);
+  };
+  const auto [a, vocab] = logits(testmodels::bundledDir());
+  const auto [b, vocab_b] = logits(out);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_FALSE(a.empty());
+  const size_t rows = a.size() / static_cast<size_t>(vocab);
+  size_t same = 0;
+  double num = 0, den = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    auto row = [&](const std::vector<float>& v) { return v.begin() + static_cast<std::ptrdiff_t>(r * vocab); };
+    const auto ia = std::max_element(row(a), row(a) + vocab) - row(a);
+    const auto ib = std::max_element(row(b), row(b) + vocab) - row(b);
+    same += ia == ib;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += a[i] * a[i];
+  }
+  EXPECT_GE(static_cast<double>(same), 0.9 * static_cast<double>(rows)) << same << " of " << rows;
+  EXPECT_LT(std::sqrt(num / den), 0.05);  // relative L2 distance of the logits
+}
+
+TEST(QuantizeFp8, BadRequestsAreOneLineErrorsAndLeaveNothing) {
+  TempDir tmp;
+  const std::string bundled = testmodels::bundledDir();
+  auto expectError = [](const Result<QuantizeReport>& r, StatusCode code, const std::string& fragment) {
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), code) << r.status().toString();
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+  };
+  expectError(quantizeCheckpoint({.method = "int3", .model = bundled, .output = tmp.file("a")}),
+              StatusCode::kInvalidArgument, "--method has value 'int3'; expected fp8");
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("a")));
+  testutil::writeFile(tmp.file("taken"), "x");
+  expectError(quantizeCheckpoint({.method = "fp8", .model = bundled, .output = tmp.file("taken")}),
+              StatusCode::kInvalidArgument, "exists and is not an empty directory");
+  expectError(quantizeCheckpoint({.method = "fp8", .model = tmp.file("nothing"), .output = tmp.file("b")}),
+              StatusCode::kNotFound, "not a directory");
+  EXPECT_FALSE(std::filesystem::exists(tmp.file("b")));
+  ASSERT_TRUE(quantizeCheckpoint({.method = "fp8", .model = bundled, .output = tmp.file("fp8")}).isOk());
+  expectError(quantizeCheckpoint({.method = "fp8", .model = tmp.file("fp8"), .output = tmp.file("again")}),
+              StatusCode::kInvalidArgument, "is already quantized");
+}
+
+}  // namespace
+}  // namespace llmrt
