@@ -1,5 +1,5 @@
 // libFuzzer target: the input bytes are config.json text, parsed and validated
-// (parseModelConfig) and read for a quantization_config (and the FP8 scheme resolved from it); inputs up to 64 KB
+// (parseModelConfig) and read for a quantization_config (and the FP8 / AWQ scheme resolved from it); inputs up to 64 KB
 // also go through the generation_config.json and index.json parsers. Any result is
 // fine; a crash or sanitizer report is a bug, as is an accepted config that
 // fails validation, has an inconsistent per-layer sliding window or positions
@@ -55,6 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const llmrt::Status s = llmrt::resolveQuantization(q, llmrt::WeightStore(), &mc);
       if (!s.isOk()) {
         llmrt::fuzz::checkMessage(s);
+      } else if (mc.weight_quantization == "awq") {
+        if (mc.awq_group_size < 1 || mc.awq_group_size > 65536) std::abort();
       } else if (mc.weight_quantization != "fp8" || mc.fp8_block_rows < 0 || mc.fp8_block_rows > 65536 ||
                  (mc.fp8_block_rows == 0) != (mc.fp8_block_cols == 0)) {
         std::abort();

@@ -144,9 +144,11 @@ struct ModelConfig {
   std::string torch_dtype;  // as written: "bfloat16", "float16", "float32" (empty if absent)
 
   // A quantized checkpoint llmrt reads (src/loader/quantization.h), set by the loader from
-  // quantization_config / hf_quant_config.json: "fp8" = float8 E4M3 weights with float32 scales,
-  // dequantized at load (activations and the KV cache stay in the compute dtype). Empty: none.
+  // quantization_config / hf_quant_config.json, its weights dequantized at load (activations and
+  // the KV cache stay in the compute dtype): "fp8" = float8 E4M3 weights with float scales;
+  // "awq" = AutoAWQ GEMM int4 (`qweight` / `qzeros` / `scales`, awq_group_size). Empty: none.
   std::string weight_quantization;
+  int64_t awq_group_size = 0;
   // fp8 block scales (`weight_scale_inv`, one per block_rows x block_cols block, transformers'
   // FineGrainedFP8Config / DeepSeek-V3 / Qwen3-FP8); 0: one scale per tensor or per output row
   // (`weight_scale`: vLLM / llm-compressor / ModelOpt FP8).

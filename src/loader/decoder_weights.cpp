@@ -298,6 +298,60 @@ Result<std::string> checkFp8Scale(const ModelConfig& c, const WeightStore& weigh
   return name;
 }
 
+// AWQ checkpoints (ModelConfig::weight_quantization "awq"): a product matrix NAME.weight of
+// `shape` (the checkpoint's: [out, in], or [in, out] for Conv1D families) is stored as
+// NAME.qweight I32 [in, out / 8] (8 codes of 4 bits per int32, in AWQ's order), NAME.qzeros I32
+// [in / group, out / 8] and NAME.scales F16 [in / group, out].
+struct AwqTensors {
+  std::string qweight, qzeros, scales;
+  int64_t in = 0, out = 0, groups = 0;
+};
+
+AwqTensors awqTensors(const ModelConfig& c, std::string_view weight_name, const Shape& shape) {
+  const std::string base(weight_name.substr(0, weight_name.size() - 6));  // without "weight"
+  AwqTensors t{base + "qweight", base + "qzeros", base + "scales"};
+  const bool transposed = archEntry(c.arch).names.transposed;
+  t.in = transposed ? shape[0] : shape[1];
+  t.out = transposed ? shape[1] : shape[0];
+  t.groups = c.awq_group_size > 0 ? t.in / c.awq_group_size : 0;
+  return t;
+}
+
+// Checks the three tensors of an AWQ matrix; returns their names.
+Result<std::vector<std::string>> checkAwq(const ModelConfig& c, const WeightStore& weights, const ExpectedTensor& e,
+                                          std::string_view optional_prefix) {
+  const std::string& src = weights.source();
+  const AwqTensors t = awqTensors(c, e.name, e.shape);
+  if (t.out % 8 != 0 || t.in % c.awq_group_size != 0)
+    return invalidArgument(src + ": tensor '" + e.name + "' " + e.shape.toString() + " cannot be AWQ-packed: " +
+                           std::to_string(t.out) + " outputs must be a multiple of 8 and " + std::to_string(t.in) +
+                           " inputs a multiple of group_size " + std::to_string(c.awq_group_size));
+  std::vector<std::string> names;
+  const struct {
+    const std::string* name;
+    Shape shape;
+    bool scale;
+  } parts[] = {{&t.qweight, Shape{t.in, t.out / 8}, false},
+               {&t.qzeros, Shape{t.groups, t.out / 8}, false},
+               {&t.scales, Shape{t.groups, t.out}, true}};
+  for (const auto& p : parts) {
+    const WeightEntry* w = weights.find(*p.name);
+    if (w == nullptr && !optional_prefix.empty() && p.name->starts_with(optional_prefix))
+      w = weights.find(std::string_view(*p.name).substr(optional_prefix.size()));
+    const std::string want = std::string(p.scale ? "F16/BF16/F32 " : "I32 ") + p.shape.toString();
+    if (w == nullptr)
+      return notFound(src + ": tensor '" + *p.name + "' is missing; expected " + want + " for AWQ matrix '" +
+                      e.name + "' (group_size " + std::to_string(c.awq_group_size) + ")");
+    const bool dtype_ok = p.scale ? (isFloatingPoint(w->dtype) && w->dtype != DType::kF8E4M3) : w->dtype == DType::kI32;
+    if (!dtype_ok || w->shape != p.shape)
+      return invalidArgument(src + ": tensor '" + w->name + "' is " + std::string(dtypeName(w->dtype)) + " " +
+                             w->shape.toString() + "; expected " + want + " (AWQ, group_size " +
+                             std::to_string(c.awq_group_size) + ")");
+    names.push_back(w->name);
+  }
+  return names;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> checkWeights(const ModelConfig& c, const WeightStore& weights) {
@@ -308,6 +362,11 @@ Result<std::vector<std::string>> checkWeights(const ModelConfig& c, const Weight
     const WeightEntry* w = weights.find(e.name);
     if (w == nullptr && !optional_prefix.empty() && e.name.starts_with(optional_prefix))
       w = weights.find(std::string_view(e.name).substr(optional_prefix.size()));
+    if (w == nullptr && c.weight_quantization == "awq" && e.product_matrix) {
+      LLMRT_ASSIGN_OR_RETURN(std::vector<std::string> awq, checkAwq(c, weights, e, optional_prefix));
+      used.insert(awq.begin(), awq.end());
+      continue;
+    }
     if (w == nullptr) {
       std::string m = src + ": tensor '" + e.name + "' is missing; expected shape " + e.shape.toString() + " " +
                       e.formula + " for " + c.architecture;
@@ -340,6 +399,9 @@ DecoderWeightReader::DecoderWeightReader(const ModelConfig& config, WeightSource
     : config_(config), source_(std::move(source)) {}
 
 Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Shape& shape) {
+  if (config_.weight_quantization == "awq" && name.ends_with(".weight") && !source_(name).isOk() &&
+      shape.rank() == 2)
+    return dequantizeAwq(name, shape);
   Result<TensorView> t = source_(name);
   std::string found = name;
   const std::string_view prefix = archEntry(config_.arch).names.optional_prefix;
@@ -356,6 +418,52 @@ Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Sha
                            shape.toString());
   if (t->dtype == DType::kF8E4M3) return dequantizeFp8(found, *t);
   return t;
+}
+
+Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, const Shape& shape) {
+  // w[in][out] = float(code - zero) * scale as AutoAWQ's dequantize_gemm defines it, in float32;
+  // output column c of a packed int32 sits in nibble kNibble[c % 8] (AWQ's order 0 2 4 6 1 3 5 7).
+  static constexpr int kNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  const AwqTensors a = awqTensors(config_, name, shape);
+  const std::string_view prefix = archEntry(config_.arch).names.optional_prefix;
+  auto get = [&](const std::string& n) -> Result<TensorView> {
+    Result<TensorView> t = source_(n);
+    if (!t.isOk() && !prefix.empty() && n.starts_with(prefix)) t = source_(n.substr(prefix.size()));
+    return t;
+  };
+  LLMRT_ASSIGN_OR_RETURN(TensorView qw, get(a.qweight));
+  LLMRT_ASSIGN_OR_RETURN(TensorView qz, get(a.qzeros));
+  LLMRT_ASSIGN_OR_RETURN(TensorView sc, get(a.scales));
+  const int64_t packs = a.out / 8, group = config_.awq_group_size;
+  if (a.out % 8 != 0 || group < 1 || a.in % group != 0 || qw.dtype != DType::kI32 || qz.dtype != DType::kI32 ||
+      qw.shape != Shape{a.in, packs} || qz.shape != Shape{a.groups, packs} || sc.shape != Shape{a.groups, a.out} ||
+      !isFloatingPoint(sc.dtype))
+    return invalidArgument("AWQ matrix '" + name + "': qweight / qzeros / scales do not fit " + shape.toString() +
+                           " with group_size " + std::to_string(group));
+  std::vector<float> scales(static_cast<size_t>(sc.numel()));
+  convertToF32(sc.data, sc.dtype, scales.data(), scales.size());
+  auto word = [](const TensorView& t, int64_t i) {
+    uint32_t v;
+    std::memcpy(&v, static_cast<const char*>(t.data) + i * 4, 4);  // mapped data may be unaligned
+    return v;
+  };
+  const bool transposed = archEntry(config_.arch).names.transposed;
+  std::vector<char> bytes(static_cast<size_t>(a.in * a.out) * sizeof(float));
+  float* out = reinterpret_cast<float*>(bytes.data());
+  for (int64_t r = 0; r < a.in; ++r) {
+    const int64_t g = r / group;
+    for (int64_t p = 0; p < packs; ++p) {
+      const uint32_t q = word(qw, r * packs + p), z = word(qz, g * packs + p);
+      for (int j = 0; j < 8; ++j) {
+        const int shift = 4 * kNibble[j];
+        const int64_t c = p * 8 + j;
+        const auto code = static_cast<int32_t>((q >> shift) & 15u), zero = static_cast<int32_t>((z >> shift) & 15u);
+        const float v = static_cast<float>(code - zero) * scales[static_cast<size_t>(g * a.out + c)];
+        out[transposed ? r * a.out + c : c * a.in + r] = v;
+      }
+    }
+  }
+  return hold(std::move(bytes), DType::kF32, shape);
 }
 
 Result<TensorView> DecoderWeightReader::dequantizeFp8(const std::string& name, const TensorView& w) {

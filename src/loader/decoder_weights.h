@@ -96,6 +96,8 @@ class DecoderWeightReader {
   Result<TensorView> transpose(const TensorView& t);
   // A float8 weight as float32 with its scales applied (ModelConfig::weight_quantization "fp8").
   Result<TensorView> dequantizeFp8(const std::string& name, const TensorView& w);
+  // An AWQ matrix (ModelConfig::weight_quantization "awq") of checkpoint shape `shape` as float32.
+  Result<TensorView> dequantizeAwq(const std::string& name, const Shape& shape);
   Result<std::vector<TensorView>> qkvParts(int64_t layer, bool bias);
 
   const ModelConfig& config_;

@@ -212,12 +212,14 @@ std::string formatModelInfo(const ModelInfo& info) {
   }
   if (!c.torch_dtype.empty()) dtype += "; config dtype " + c.torch_dtype;
   row("dtype", dtype);
-  if (!c.weight_quantization.empty())
-    row("quantization", c.weight_quantization +
-                            (c.fp8_block_rows > 0 ? " (block scales " + std::to_string(c.fp8_block_rows) + "x" +
-                                                        std::to_string(c.fp8_block_cols) + ")"
-                                                  : " (per-tensor or per-channel scales)") +
+  if (!c.weight_quantization.empty()) {
+    std::string scheme = c.weight_quantization == "awq"  ? " (4-bit, group_size " + std::to_string(c.awq_group_size) + ")"
+                         : c.fp8_block_rows > 0          ? " (block scales " + std::to_string(c.fp8_block_rows) + "x" +
+                                                      std::to_string(c.fp8_block_cols) + ")"
+                                                         : " (per-tensor or per-channel scales)";
+    row("quantization", c.weight_quantization + scheme +
                             "; weights dequantized at load, activations and KV cache in the compute dtype");
+  }
   row("layers", std::to_string(c.num_hidden_layers));
   row("hidden size", std::to_string(c.hidden_size));
   row("heads", std::to_string(c.num_attention_heads) + " query, " + std::to_string(c.num_key_value_heads) +
@@ -325,6 +327,7 @@ std::string modelInfoToJson(const ModelInfo& info) {
       {"config_dtype", c.torch_dtype},
       {"weight_quantization", c.weight_quantization},
       {"fp8_block", {c.fp8_block_rows, c.fp8_block_cols}},
+      {"awq_group_size", c.awq_group_size},
       {"bytes_by_dtype", by_dtype},
       {"num_hidden_layers", c.num_hidden_layers},
       {"hidden_size", c.hidden_size},

@@ -207,18 +207,44 @@ bool compressedTensorsFp8(const Json& raw) {
   return true;
 }
 
+// AutoAWQ's GEMM checkpoints: 4-bit codes with zero points, groups along the input.
+Status resolveAwq(const QuantizationConfig& config, ModelConfig* model) {
+  const Json& raw = config.raw;
+  auto intField = [&](std::initializer_list<std::string_view> keys) -> std::optional<int64_t> {
+    for (std::string_view k : keys) {
+      auto it = raw.find(k);
+      if (it != raw.end() && it->is_number_integer()) return it->get<int64_t>();
+    }
+    return std::nullopt;
+  };
+  const std::optional<int64_t> bits = intField({"bits", "w_bit"}), group = intField({"group_size", "q_group_size"});
+  std::string version = stringField(raw, "version");
+  if (version.empty()) version = "gemm";
+  auto zero = raw.find("zero_point");
+  const bool zero_point = zero == raw.end() || (zero->is_boolean() && zero->get<bool>());
+  if (bits != 4 || !group || *group < 1 || *group > 65536 || version != "gemm" || !zero_point)
+    return unimplemented(config.file + ": " + config.describe() +
+                         " is not supported yet (llmrt reads AWQ version gemm, 4 bits, zero_point true, a "
+                         "group_size in [1, 65536]); use a bf16/fp16/fp32 checkpoint");
+  model->weight_quantization = "awq";
+  model->awq_group_size = *group;
+  return Status::ok();
+}
+
 }  // namespace
 
 Status resolveQuantization(const std::optional<QuantizationConfig>& config, const WeightStore& weights,
                            ModelConfig* model) {
   model->weight_quantization.clear();
   model->fp8_block_rows = model->fp8_block_cols = 0;
+  model->awq_group_size = 0;
   if (!config || !config->raw.is_object()) return checkNotQuantized(config, weights);
   const Json& raw = config->raw;
   const std::string method = stringField(raw, "quant_method"), algo = stringField(raw, "quant_algo");
   const bool fp8 = method == "fp8" || (method == "modelopt" && algo == "fp8") ||
                    (method.empty() && algo == "fp8") ||  // hf_quant_config.json's "quantization"
                    (method == "compressed-tensors" && compressedTensorsFp8(raw));
+  if (method == "awq") return resolveAwq(*config, model);
   if (!fp8) return checkNotQuantized(config, weights);
   auto block = raw.find("weight_block_size");
   if (block != raw.end() && !block->is_null()) {

@@ -1,9 +1,10 @@
-// Quantized checkpoints. FP8 checkpoints are read (resolveQuantization: the
-// scheme goes into ModelConfig; checkWeights and DecoderWeightReader take the
-// scales): config.json's quantization_config with quant_method "fp8" (block
-// scales with weight_block_size, else per-tensor / per-channel weight_scale),
-// "modelopt" with quant_algo "FP8", or hf_quant_config.json's quant_algo
-// "FP8". Every other quantized checkpoint is recognised so that it is refused
+// Quantized checkpoints. FP8 and AWQ checkpoints are read (resolveQuantization:
+// the scheme goes into ModelConfig; checkWeights and DecoderWeightReader take
+// the scales and codes): config.json's quantization_config with quant_method
+// "fp8" (block scales with weight_block_size, else per-tensor / per-channel
+// weight_scale), "modelopt" with quant_algo "FP8", compressed-tensors
+// float-quantized 8-bit floats, hf_quant_config.json's quant_algo "FP8", and
+// "awq" version gemm, 4 bits, zero_point. Every other quantized checkpoint is recognised so that it is refused
 // with a clear error (StatusCode kUnimplemented) instead of being run as if
 // its integer or float8 codes were weights; any one of these signs counts:
 //   * config.json's `quantization_config` (transformers' quantizers: fp8 /
@@ -65,9 +66,10 @@ std::optional<std::string> findQuantizedTensor(const WeightStore& weights);
 Status checkNotQuantized(const std::optional<QuantizationConfig>& config, const WeightStore& weights);
 
 // The quantization llmrt runs for this checkpoint, written into `model`
-// (weight_quantization, fp8_block_rows / fp8_block_cols): nothing for an
-// unquantized one; "fp8" for the FP8 configs above (a bad weight_block_size is
-// InvalidArgument naming it); otherwise checkNotQuantized's error.
+// (weight_quantization, fp8_block_rows / fp8_block_cols, awq_group_size):
+// nothing for an unquantized one; "fp8" / "awq" for the configs above (a bad
+// weight_block_size is InvalidArgument naming it; another AWQ variant
+// Unimplemented naming what llmrt reads); otherwise checkNotQuantized's error.
 Status resolveQuantization(const std::optional<QuantizationConfig>& config, const WeightStore& weights,
                            ModelConfig* model);
 

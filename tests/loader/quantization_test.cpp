@@ -136,19 +136,17 @@ TEST(Quantization, EveryKnownLayoutIsRefused) {
     x->push_back({name, "I8", dims(s), std::string(static_cast<size_t>(s.numel()), '\x03')});
   };
   const std::vector<Case> cases = {
-      {"awq",
+      {"awq gemv (llmrt reads gemm)",
        Json{{"quant_method", "awq"},
             {"bits", 4},
             {"group_size", 128},
-            {"version", "gemm"},
+            {"version", "gemv"},
             {"zero_point", true}},
        "",
        "",
        packed,
        {"config.json: quantization_config.quant_method 'awq' (bits 4, group_size 128, zero_point true, "
-        "version "
-        "gemm) is not supported yet",
-        "tensor 'model.layers.0.mlp.down_proj.qweight' (I32 [24, 2]) holds quantization data"}},
+        "version gemv) is not supported yet (llmrt reads AWQ version gemm, 4 bits"}},
       {"gptq side file",
        nullptr,
        "quantize_config.json",

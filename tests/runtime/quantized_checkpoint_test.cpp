@@ -1,10 +1,12 @@
-// FP8 checkpoints (float8 E4M3 linear weights with float scales) read exactly: an engine on the
-// FP8 directory gives the same logits, to the bit, as one on a float32 checkpoint holding the
-// dequantized weights float(code) * scale, for each scale layout llmrt reads: block scales
-// (`weight_scale_inv`, transformers' FineGrainedFP8Config, here with 8x8 blocks so that edges
-// are partial), per-output-row scales (`weight_scale` [rows, 1], compressed-tensors "channel")
-// and one scale per tensor (`weight_scale` [], ModelOpt's hf_quant_config.json). Bad scales are
-// one-line load errors naming the tensor.
+// Quantized checkpoints read exactly: an engine on the quantized directory gives the same logits,
+// to the bit, as one on a float32 checkpoint holding the dequantized weights.
+// FP8 (float8 E4M3 linear weights with float scales; float(code) * scale), for each scale layout
+// llmrt reads: block scales (`weight_scale_inv`, transformers' FineGrainedFP8Config, here with 8x8
+// blocks so that edges are partial), per-output-row scales (`weight_scale` [rows, 1],
+// compressed-tensors "channel") and one scale per tensor (`weight_scale` [], ModelOpt's
+// hf_quant_config.json). AWQ (AutoAWQ GEMM: 4-bit codes packed 8 per int32 in AWQ's order, zero
+// points, fp16 scales per group of inputs; float(code - zero) * scale), packed here as AutoAWQ's
+// WQLinear_GEMM.from_linear packs. Bad scales or packing are one-line load errors naming the tensor.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -212,6 +214,128 @@ TEST(Fp8CheckpointErrors, BadScalesAreOneLineErrorsNamingTheTensor) {
     EXPECT_NE(m.status().message().find(k.fragment), std::string::npos) << m.status().message();
     EXPECT_EQ(m.status().message().find('\n'), std::string::npos);
   }
+}
+
+// AutoAWQ's packing of a [rows (out), cols (in)] weight with group size g along the inputs:
+// codes and zeros in [0, 15], scales fp16; qweight [in, out / 8], qzeros [in / g, out / 8],
+// scales [in / g, out]; 8 consecutive output columns per int32, column order_map[i] in nibble i.
+struct AwqMatrix {
+  std::vector<int32_t> qweight, qzeros;
+  std::string scales;  // F16 bytes
+  std::vector<float> dequantized;  // [out, in]
+};
+
+AwqMatrix packAwq(int64_t out, int64_t in, int64_t g, std::mt19937& rng) {
+  static constexpr int kOrderMap[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+  std::uniform_int_distribution<int> code(0, 15);
+  std::uniform_real_distribution<float> scale(0.01f, 0.08f);
+  const int64_t groups = in / g;
+  std::vector<int> q(static_cast<size_t>(in * out)), z(static_cast<size_t>(groups * out));  // [in][out], [group][out]
+  for (int& v : q) v = code(rng);
+  for (int& v : z) v = code(rng);
+  std::vector<float> s(static_cast<size_t>(groups * out));
+  for (float& v : s) v = scale(rng);
+  AwqMatrix m;
+  m.scales.resize(s.size() * 2);
+  convertFromF32(s.data(), m.scales.data(), DType::kF16, s.size());
+  convertToF32(m.scales.data(), DType::kF16, s.data(), s.size());  // the stored fp16 values
+  auto pack = [&](const std::vector<int>& v, int64_t rows) {
+    std::vector<int32_t> packed(static_cast<size_t>(rows * (out / 8)), 0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t col = 0; col < out / 8; ++col)
+        for (int i = 0; i < 8; ++i) {
+          const auto bits = static_cast<uint32_t>(v[static_cast<size_t>(r * out + col * 8 + kOrderMap[i])]);
+          packed[static_cast<size_t>(r * (out / 8) + col)] =
+              static_cast<int32_t>(static_cast<uint32_t>(packed[static_cast<size_t>(r * (out / 8) + col)]) | (bits << (4 * i)));
+        }
+    return packed;
+  };
+  m.qweight = pack(q, in);
+  m.qzeros = pack(z, groups);
+  m.dequantized.resize(static_cast<size_t>(out * in));
+  for (int64_t r = 0; r < in; ++r)
+    for (int64_t c = 0; c < out; ++c) {
+      const size_t gz = static_cast<size_t>((r / g) * out + c);
+      m.dequantized[static_cast<size_t>(c * in + r)] =
+          static_cast<float>(q[static_cast<size_t>(r * out + c)] - z[gz]) * s[gz];
+    }
+  return m;
+}
+
+// An AWQ checkpoint of the tiny Llama (group size 8) and its float32 twin.
+void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group = 8) {
+  Json j = testutil::tinyConfig("llama");
+  j["max_position_embeddings"] = 64;
+  const ModelConfig c = testutil::writeModelDir(f32, j);
+  std::mt19937 rng(11);
+  CheckpointOptions q, plain;
+  q.dtype = plain.dtype = DType::kBF16;
+  for (const ExpectedTensor& e : expectedTensors(c)) {
+    if (!isLinear(e.name)) continue;
+    const AwqMatrix m = packAwq(e.shape[0], e.shape[1], group, rng);
+    const std::string base = e.name.substr(0, e.name.size() - 6);
+    q.skip.insert(e.name);
+    plain.skip.insert(e.name);
+    q.extra.push_back({base + "qweight", "I32", {e.shape[1], e.shape[0] / 8}, testutil::bytesOf(m.qweight)});
+    q.extra.push_back({base + "qzeros", "I32", {e.shape[1] / group, e.shape[0] / 8}, testutil::bytesOf(m.qzeros)});
+    q.extra.push_back({base + "scales", "F16", {e.shape[1] / group, e.shape[0]}, m.scales});
+    plain.extra.push_back({e.name, "F32", dims(e.shape), testutil::bytesOf(m.dequantized)});
+  }
+  testutil::writeModelDir(f32, j, plain);
+  j["quantization_config"] = {
+      {"quant_method", "awq"}, {"bits", 4}, {"group_size", group}, {"version", "gemm"}, {"zero_point", true}};
+  testutil::writeModelDir(awq, j, q);
+}
+
+TEST(AwqCheckpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
+  TempDir tmp;
+  const std::string awq = tmp.subdir("awq"), f32 = tmp.subdir("f32");
+  writeAwqPair(awq, f32);
+  auto m = ModelDirectory::open(awq);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->config.weight_quantization, "awq");
+  EXPECT_EQ(m->config.awq_group_size, 8);
+  EXPECT_TRUE(m->unused_tensors.empty()) << m->unused_tensors.front();
+  const RequestOutput a = run(awq), b = run(f32);
+  ASSERT_TRUE(a.status.isOk() && b.status.isOk());
+  ASSERT_FALSE(a.context_logits.empty());
+  EXPECT_EQ(a.context_logits, b.context_logits);
+  EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
+  EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
+}
+
+TEST(AwqCheckpoint, UnsupportedVariantsAndBadPackingAreOneLineErrors) {
+  TempDir tmp;
+  const std::string awq = tmp.subdir("awq"), f32 = tmp.subdir("f32");
+  writeAwqPair(awq, f32);
+  const Json good = Json::parse(testutil::readFile(awq + "/config.json"));
+  auto openWith = [&](const Json& qc) {
+    Json j = good;
+    j["quantization_config"] = qc;
+    testutil::writeFile(awq + "/config.json", j.dump());
+    return ModelDirectory::open(awq);
+  };
+  const Json base = good["quantization_config"];
+  for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
+           {"version", "gemv"}, {"bits", 8}, {"zero_point", false}, {"group_size", 0}}) {
+    SCOPED_TRACE(key);
+    Json qc = base;
+    qc[key] = value;
+    auto m = openWith(qc);
+    ASSERT_FALSE(m.isOk());
+    EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(m.status().message().find("llmrt reads AWQ version gemm, 4 bits"), std::string::npos)
+        << m.status().message();
+  }
+  Json qc = base;
+  qc["group_size"] = 4;  // the scales written are per 8 inputs
+  auto m = openWith(qc);
+  ASSERT_FALSE(m.isOk());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("qzeros' is I32 [2, 2]; expected I32 [4, 2] (AWQ, group_size 4)"),
+            std::string::npos)
+      << m.status().message();
+  EXPECT_EQ(m.status().message().find('\n'), std::string::npos);
 }
 
 }  // namespace
