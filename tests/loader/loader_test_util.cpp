@@ -92,6 +92,16 @@ std::vector<float> toF32(const TensorView& t) {
   return out;
 }
 
+std::vector<int64_t> dims(const Shape& s) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
+  return d;
+}
+
+bool isProjWeight(const std::string& name) {
+  return name.size() > 12 && name.compare(name.size() - 12, 12, "_proj.weight") == 0;
+}
+
 std::string floatData(DType dtype, int64_t n, float scale, float offset) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * static_cast<float>(i - n / 2) + offset;

@@ -63,6 +63,11 @@ std::string makeSafetensorsRaw(std::string_view header, std::string_view data);
 // dtype (safetensors does not align), so they are first copied to aligned storage.
 std::vector<float> toF32(const TensorView& t);
 
+// A shape as safetensors' "shape" list.
+std::vector<int64_t> dims(const Shape& s);
+// Whether `name` is a Llama-family projection matrix ("..._proj.weight"): what quantizers convert.
+bool isProjWeight(const std::string& name);
+
 // Float values v[i] = scale * (i - n/2) + offset, converted to `dtype` bytes.
 std::string floatData(DType dtype, int64_t n, float scale = 0.25f, float offset = 0.0f);
 

@@ -25,16 +25,6 @@ using testutil::tinyConfig;
 using testutil::writeFile;
 using testutil::writeModelDir;
 
-bool isLinearWeight(const std::string& name) {
-  return name.size() > 12 && name.compare(name.size() - 12, 12, "_proj.weight") == 0;
-}
-
-std::vector<int64_t> dims(const Shape& s) {
-  std::vector<int64_t> d;
-  for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
-  return d;
-}
-
 // A bf16 checkpoint whose linear weights are replaced through `replace(name, shape, &extra)`.
 template <typename Replace>
 CheckpointOptions quantizedLinears(const Json& config, Replace replace) {
@@ -42,7 +32,7 @@ CheckpointOptions quantizedLinears(const Json& config, Replace replace) {
   o.dtype = DType::kBF16;
   const ModelConfig c = *parseModelConfig(Json(config).dump());
   for (const ExpectedTensor& e : expectedTensors(c)) {
-    if (!isLinearWeight(e.name)) continue;
+    if (!testutil::isProjWeight(e.name)) continue;
     o.skip.insert(e.name);
     replace(e.name, e.shape, &o.extra);
   }
@@ -51,7 +41,7 @@ CheckpointOptions quantizedLinears(const Json& config, Replace replace) {
 
 // transformers' FineGrainedFP8Config: F8_E4M3 weights, one F32 scale per 128x128 block.
 void fp8Linear(const std::string& name, const Shape& shape, std::vector<StTensor>* extra) {
-  extra->push_back({name, "F8_E4M3", dims(shape), testutil::floatData(DType::kF8E4M3, shape.numel())});
+  extra->push_back({name, "F8_E4M3", testutil::dims(shape), testutil::floatData(DType::kF8E4M3, shape.numel())});
   const int64_t rb = (shape[0] + 127) / 128, cb = (shape[1] + 127) / 128;
   extra->push_back({name + "_scale_inv", "F32", {rb, cb}, testutil::floatData(DType::kF32, rb * cb)});
 }
@@ -66,7 +56,7 @@ Json fp8Config() {
 TEST(Quantization, Fp8CheckpointsAreReadWithTheirScales) {
   // compressed-tensors / ModelOpt float8: F8 weights with per-tensor scales (input scales ignored).
   auto f8_static = [](const std::string& name, const Shape& s, std::vector<StTensor>* x) {
-    x->push_back({name, "F8_E4M3", dims(s), testutil::floatData(DType::kF8E4M3, s.numel())});
+    x->push_back({name, "F8_E4M3", testutil::dims(s), testutil::floatData(DType::kF8E4M3, s.numel())});
     x->push_back({name + "_scale", "F32", {}, testutil::floatData(DType::kF32, 1)});
     const std::string base = name.substr(0, name.size() - 6);
     x->push_back({base + "input_scale", "F32", {}, testutil::floatData(DType::kF32, 1)});
@@ -126,14 +116,14 @@ TEST(Quantization, EveryKnownLayoutIsRefused) {
   };
   // compressed-tensors / ModelOpt float8: F8 weights with per-tensor scales.
   auto f8_static = [](const std::string& name, const Shape& s, std::vector<StTensor>* x) {
-    x->push_back({name, "F8_E4M3", dims(s), testutil::floatData(DType::kF8E4M3, s.numel())});
+    x->push_back({name, "F8_E4M3", testutil::dims(s), testutil::floatData(DType::kF8E4M3, s.numel())});
     x->push_back({name + "_scale", "F32", {}, testutil::floatData(DType::kF32, 1)});
     const std::string base = name.substr(0, name.size() - 6);
     x->push_back({base + "input_scale", "F32", {}, testutil::floatData(DType::kF32, 1)});
   };
   // int8 weights with no scales at all (still codes, not weights).
   auto int8 = [](const std::string& name, const Shape& s, std::vector<StTensor>* x) {
-    x->push_back({name, "I8", dims(s), std::string(static_cast<size_t>(s.numel()), '\x03')});
+    x->push_back({name, "I8", testutil::dims(s), std::string(static_cast<size_t>(s.numel()), '\x03')});
   };
   const std::vector<Case> cases = {
       {"awq gemv (llmrt reads gemm)",

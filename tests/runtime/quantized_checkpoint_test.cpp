@@ -28,16 +28,6 @@ using testutil::TempDir;
 
 enum class Layout { kBlock, kChannel, kTensor };
 
-bool isLinear(const std::string& name) {
-  return name.size() > 12 && name.compare(name.size() - 12, 12, "_proj.weight") == 0;
-}
-
-std::vector<int64_t> dims(const Shape& s) {
-  std::vector<int64_t> d;
-  for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
-  return d;
-}
-
 // The float8 codes and scales of one linear weight, and the float32 weight they stand for.
 struct Fp8Weight {
   std::string codes;        // F8_E4M3 bytes [rows, cols]
@@ -83,14 +73,14 @@ void writePair(Layout layout, const std::string& fp8, const std::string& f32) {
   CheckpointOptions q, plain;
   q.dtype = plain.dtype = DType::kBF16;
   for (const ExpectedTensor& e : expectedTensors(c)) {
-    if (!isLinear(e.name)) continue;
+    if (!testutil::isProjWeight(e.name)) continue;
     const Fp8Weight w = makeWeight(e.shape, layout, rng);
     q.skip.insert(e.name);
     plain.skip.insert(e.name);
-    q.extra.push_back({e.name, "F8_E4M3", dims(e.shape), w.codes});
+    q.extra.push_back({e.name, "F8_E4M3", testutil::dims(e.shape), w.codes});
     q.extra.push_back({e.name + (layout == Layout::kBlock ? "_scale_inv" : "_scale"), "F32", w.scale_shape,
                        testutil::bytesOf(w.scale)});
-    plain.extra.push_back({e.name, "F32", dims(e.shape), testutil::bytesOf(w.dequantized)});
+    plain.extra.push_back({e.name, "F32", testutil::dims(e.shape), testutil::bytesOf(w.dequantized)});
   }
   testutil::writeModelDir(f32, j, plain);
   Json jq = j;
@@ -202,7 +192,7 @@ TEST(Fp8CheckpointErrors, BadScalesAreOneLineErrorsNamingTheTensor) {
         if (w.name == k.drop) continue;
         auto t = m->weights.tensor(w.name);
         ASSERT_TRUE(t.isOk());
-        all.push_back({w.name, std::string(dtypeName(w.dtype)), dims(w.shape),
+        all.push_back({w.name, std::string(dtypeName(w.dtype)), testutil::dims(w.shape),
                        std::string(static_cast<const char*>(t->data), static_cast<size_t>(t->nbytes()))});
       }
       if (!k.replace.name.empty()) all.push_back(k.replace);
@@ -271,7 +261,7 @@ void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group 
   CheckpointOptions q, plain;
   q.dtype = plain.dtype = DType::kBF16;
   for (const ExpectedTensor& e : expectedTensors(c)) {
-    if (!isLinear(e.name)) continue;
+    if (!testutil::isProjWeight(e.name)) continue;
     const AwqMatrix m = packAwq(e.shape[0], e.shape[1], group, rng);
     const std::string base = e.name.substr(0, e.name.size() - 6);
     q.skip.insert(e.name);
@@ -279,7 +269,7 @@ void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group 
     q.extra.push_back({base + "qweight", "I32", {e.shape[1], e.shape[0] / 8}, testutil::bytesOf(m.qweight)});
     q.extra.push_back({base + "qzeros", "I32", {e.shape[1] / group, e.shape[0] / 8}, testutil::bytesOf(m.qzeros)});
     q.extra.push_back({base + "scales", "F16", {e.shape[1] / group, e.shape[0]}, m.scales});
-    plain.extra.push_back({e.name, "F32", dims(e.shape), testutil::bytesOf(m.dequantized)});
+    plain.extra.push_back({e.name, "F32", testutil::dims(e.shape), testutil::bytesOf(m.dequantized)});
   }
   testutil::writeModelDir(f32, j, plain);
   j["quantization_config"] = {
