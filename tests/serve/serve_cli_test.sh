@@ -47,7 +47,7 @@ expect "bad value: names source, key and value" "grep -q 'bad.properties:1: opti
 err=$(OPTION_TENSOR_PARALLEL_DEGREE=4 "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
 expect "tensor_parallel_degree 4 refused" "[[ $rc == 2 ]] && grep -q 'OPTION_TENSOR_PARALLEL_DEGREE: option.tensor_parallel_degree: 4 needs tensor parallelism' <<<\"\$err\""
 err=$(OPTION_QUANTIZE=awq "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
-expect "quantize refused" "[[ $rc == 2 ]] && grep -q 'quantization is not supported' <<<\"\$err\""
+expect "quantize refused" "[[ $rc == 2 ]] && grep -q 'quantization at server start is not supported' <<<\"\$err\""
 err=$(HF_MODEL_ID=meta-llama/Llama-3-8B "$bin" serve --print-config 2>&1 >/dev/null); rc=$?
 expect "hub ids refused" "[[ $rc == 2 ]] && grep -q 'HF_MODEL_ID: option.model_id: .*local model directory' <<<\"\$err\""
 

@@ -111,7 +111,8 @@ TEST(ServingConfig, ErrorsNameKeyValueAndSource) {
   EXPECT_NE(m.find("TENSOR_PARALLEL_DEGREE"), std::string::npos) << m;
   EXPECT_NE(m.find("tensor parallelism"), std::string::npos) << m;
   m = err({{"option.quantize", {"awq", "OPTION_QUANTIZE"}}});
-  EXPECT_NE(m.find("quantization is not supported"), std::string::npos) << m;
+  EXPECT_NE(m.find("quantization at server start is not supported"), std::string::npos) << m;
+  EXPECT_NE(m.find("llmrt quantize --method fp8"), std::string::npos) << m;
   m = err({{"option.dtype", {"int3", "f:9"}}});
   EXPECT_NE(m.find("f:9: option.dtype: 'int3'"), std::string::npos) << m;
   m = err({{"option.enable_kv_cache_reuse", {"maybe", "f:2"}}});

@@ -235,7 +235,8 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
                key == "option.multi_query_mode") {
       if (key == "option.quantize" || s.count("option.quantize"))
         return invalidArgument(v.source + ": " + key + "=" + printableText(val, 40) +
-                               ": quantization is not supported by llmrt yet; serve the bf16/fp16 checkpoint");
+                               ": quantization at server start is not supported by llmrt yet; serve a quantized checkpoint "
+                               "instead (FP8 or AWQ GEMM, e.g. written by `llmrt quantize --method fp8`)");
       result.warnings.push_back(v.source + ": " + key + " is ignored without option.quantize");
     } else if (key == "job_queue_size" || key == "option.job_queue_size") {
       auto n = parseInt(val);
