@@ -399,9 +399,6 @@ DecoderWeightReader::DecoderWeightReader(const ModelConfig& config, WeightSource
     : config_(config), source_(std::move(source)) {}
 
 Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Shape& shape) {
-  if (config_.weight_quantization == "awq" && name.ends_with(".weight") && !source_(name).isOk() &&
-      shape.rank() == 2)
-    return dequantizeAwq(name, shape);
   Result<TensorView> t = source_(name);
   std::string found = name;
   const std::string_view prefix = archEntry(config_.arch).names.optional_prefix;
@@ -412,7 +409,12 @@ Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Sha
       found = name.substr(prefix.size());
     }
   }
-  if (!t.isOk()) return t.status();
+  if (!t.isOk()) {
+    // An AWQ checkpoint holds a product matrix as NAME.qweight / qzeros / scales instead.
+    if (config_.weight_quantization == "awq" && name.ends_with(".weight") && shape.rank() == 2)
+      return dequantizeAwq(name, shape);
+    return t.status();
+  }
   if (t->shape != shape)
     return invalidArgument("tensor '" + name + "' has shape " + t->shape.toString() + "; expected " +
                            shape.toString());

@@ -20,6 +20,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "llmrt/engine_config.h"
 #include "op_test_util.h"
+#include "two_backends.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -139,24 +140,10 @@ std::vector<float> twoRopeTables(int64_t rotary_dim) {
   return inv;
 }
 
-class ArchOps : public ::testing::TestWithParam<ArchMode> {
+class ArchOps : public ::testing::TestWithParam<ArchMode>, protected optest::TwoBackends {
  protected:
   void SetUp() override {
-#if !LLMRT_HAVE_CUDA
-    GTEST_SKIP() << "this build has no CUDA backend (LLMRT_CUDA=OFF)";
-#else
-    if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device found";
-    CudaBackendOptions o;
-    o.weight_dtype = GetParam().weight;
-    o.kv_dtype = GetParam().kv;
-    o.tuning = GetParam().tuning;
-    auto r = createCudaBackend(o);
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    gpu_ = std::move(*r);
-    cpu_ = std::make_unique<CpuBackend>(2);
-    ASSERT_TRUE(cpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, DType::kF32}, 0).isOk());
-    ASSERT_TRUE(gpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, gpuKv()}, 0).isOk());
-#endif
+    setUpBackends(GetParam().weight, GetParam().kv, GetParam().tuning, gpuKv());
   }
 
   DType gpuKv() const { return GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv; }
@@ -169,45 +156,12 @@ class ArchOps : public ::testing::TestWithParam<ArchMode> {
     return d;
   }
 
-  void begin(const StepInputs& in) {
-    Status c = cpu_->beginStep(in), g = gpu_->beginStep(in);
-    ASSERT_TRUE(c.isOk()) << c.toString();
-    ASSERT_TRUE(g.isOk()) << g.toString();
-  }
   void setExtras(const AttentionExtras& e) {
     Status c = cpu_->setAttentionExtras(e), g = gpu_->setAttentionExtras(e);
     ASSERT_TRUE(c.isOk()) << c.toString();
     ASSERT_TRUE(g.isOk()) << g.toString();
   }
 
-  // Scratch `slot` of both backends filled with `data` (NaN when empty), the GPU's of gpu_dtype;
-  // both get the data rounded to gpu_dtype.
-  std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols, const std::vector<float>& data,
-                                        DType gpu_dtype = DType::kF32) {
-    TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols, gpu_dtype);
-    EXPECT_NE(g.data, nullptr);
-    std::vector<float> fill = data.empty() ? std::vector<float>(static_cast<size_t>(rows * cols), NAN) : data;
-    roundTo(fill, gpu_dtype);
-    EXPECT_TRUE(cpu_->copyFromHost(fill.data(), c).isOk());
-    EXPECT_TRUE(gpu_->copyFromHost(fill.data(), g).isOk());
-    return {c, g};
-  }
-  std::vector<float> get(Backend& b, const TensorView& v) {
-    std::vector<float> out(static_cast<size_t>(v.shape[0] * v.shape[v.shape.rank() - 1]));
-    Status s = b.copyToHost(v, out.data());
-    EXPECT_TRUE(s.isOk()) << s.toString();
-    return out;
-  }
-  // A weight on both backends (matrices in the GPU's weight dtype: pass values rounded to it).
-  std::pair<TensorView, TensorView> weight(const std::vector<float>& data, Shape shape) {
-    const std::vector<float>& kept = kept_weights_.emplace_back(data);
-    TensorView host(const_cast<float*>(kept.data()), DType::kF32, shape);
-    std::vector<TensorView> parts{host};
-    auto c = cpu_->loadWeight(parts, "w"), g = gpu_->loadWeight(parts, "w");
-    EXPECT_TRUE(c.isOk() && g.isOk());
-    EXPECT_TRUE(gpu_->finishWeights().isOk());
-    return {*c, *g};
-  }
 
   // Pools of `blocks` blocks (the GPU's in its KV dtype) whose every slot of every layer holds
   // random K/V rows (rounded to the GPU's KV dtype), and per sequence of kv_lens a table of
@@ -253,8 +207,6 @@ class ArchOps : public ::testing::TestWithParam<ArchMode> {
   }
 
   std::mt19937 rng_{4321};
-  std::deque<std::vector<float>> kept_weights_;
-  std::unique_ptr<Backend> cpu_, gpu_;
 };
 
 // LayerNorm with and without a bias, float32 statistics, on widths the float4 kernel takes (a

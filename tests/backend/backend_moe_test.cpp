@@ -20,6 +20,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "llmrt/engine_config.h"
 #include "op_test_util.h"
+#include "two_backends.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
@@ -87,25 +88,11 @@ struct MoeCase {
   }
 };
 
-class MoeOps : public ::testing::TestWithParam<MoeMode> {
+class MoeOps : public ::testing::TestWithParam<MoeMode>, protected optest::TwoBackends {
  protected:
   void SetUp() override {
-#if !LLMRT_HAVE_CUDA
-    GTEST_SKIP() << "this build has no CUDA backend (LLMRT_CUDA=OFF)";
-#else
-    if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device found";
-    CudaBackendOptions o;
-    o.weight_dtype = GetParam().weight;
-    o.kv_dtype = GetParam().kv;
-    o.tuning = GetParam().tuning;
-    auto r = createCudaBackend(o);
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    gpu_ = std::move(*r);
-    cpu_ = std::make_unique<CpuBackend>(2);
-    const DType kv = GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv;
-    ASSERT_TRUE(cpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, DType::kF32}, 0).isOk());
-    ASSERT_TRUE(gpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, kv}, 0).isOk());
-#endif
+    setUpBackends(GetParam().weight, GetParam().kv, GetParam().tuning,
+                  GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv);
   }
 
   DType weights() const { return GetParam().weight; }
@@ -128,33 +115,10 @@ class MoeOps : public ::testing::TestWithParam<MoeMode> {
     return a == DType::kBF16 ? 6e-2 : 1.5e-2;
   }
 
-  // Scratch `slot` of both backends filled with `data`, the GPU's of gpu_dtype; both get the data
-  // rounded to gpu_dtype.
-  std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols, std::vector<float> data,
-                                        DType gpu_dtype = DType::kF32) {
-    TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols, gpu_dtype);
-    EXPECT_NE(g.data, nullptr);
-    roundTo(data, gpu_dtype);
-    EXPECT_TRUE(cpu_->copyFromHost(data.data(), c).isOk());
-    EXPECT_TRUE(gpu_->copyFromHost(data.data(), g).isOk());
-    return {c, g};
-  }
-  std::vector<float> get(Backend& b, const TensorView& v) {
-    std::vector<float> out(static_cast<size_t>(v.shape[0] * v.shape[v.shape.rank() - 1]));
-    Status s = b.copyToHost(v, out.data());
-    EXPECT_TRUE(s.isOk()) << s.toString();
-    return out;
-  }
   // A weight on both backends (rounded to the GPU's weight dtype first).
   std::pair<TensorView, TensorView> weight(std::vector<float> data, Shape shape) {
     roundTo(data, weights());
-    const std::vector<float>& kept = kept_weights_.emplace_back(std::move(data));
-    TensorView host(const_cast<float*>(kept.data()), DType::kF32, shape);
-    std::vector<TensorView> parts{host};
-    auto c = cpu_->loadWeight(parts, "w"), g = gpu_->loadWeight(parts, "w");
-    EXPECT_TRUE(c.isOk() && g.isOk());
-    EXPECT_TRUE(gpu_->finishWeights().isOk());
-    return {*c, *g};
+    return TwoBackends::weight(data, std::move(shape));
   }
   // Experts' weights of a case: [E * 2I, H] (gate ~ x / sqrt(H) scale) and [E * H, I]; `nan_experts`
   // get NaN rows in both.
@@ -206,14 +170,10 @@ class MoeOps : public ::testing::TestWithParam<MoeMode> {
     in.positions = step_pos_;
     in.slots = step_slots_;
     in.seqs = step_seqs_;
-    Status c = cpu_->beginStep(in), g = gpu_->beginStep(in);
-    ASSERT_TRUE(c.isOk()) << c.toString();
-    ASSERT_TRUE(g.isOk()) << g.toString();
+    begin(in);
   }
 
   std::mt19937 rng_{2718};
-  std::deque<std::vector<float>> kept_weights_;
-  std::unique_ptr<Backend> cpu_, gpu_;
   std::vector<int32_t> step_ids_, step_pos_;
   std::vector<int64_t> step_slots_;
   std::vector<StepSeq> step_seqs_;

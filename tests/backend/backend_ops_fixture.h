@@ -19,6 +19,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "op_test_util.h"
+#include "two_backends.h"
 #include "llmrt/engine_config.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
@@ -90,36 +91,15 @@ struct NormCase {
   }
 };
 
-class BackendOps : public ::testing::TestWithParam<Mode> {
+class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoBackends {
  protected:
   void SetUp() override {
-#if !LLMRT_HAVE_CUDA
-    GTEST_SKIP() << "this build has no CUDA backend (LLMRT_CUDA=OFF)";
-#else
-    if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device found";
-    CudaBackendOptions o;
-    o.weight_dtype = GetParam().weight;
-    o.kv_dtype = GetParam().kv;
-    o.tuning = GetParam().tuning;
-    auto r = createCudaBackend(o);
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    gpu_ = std::move(*r);
-    cpu_ = std::make_unique<CpuBackend>(2);
-    // A small pool, so steps can begin in tests that use no KV.
-    ASSERT_TRUE(cpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, DType::kF32}, 0).isOk());
-    ASSERT_TRUE(gpu_->allocateKvPools(KvPoolGeometry{4, 1, 1, 8, 16, gpuKv()}, 0).isOk());
-#endif
+    setUpBackends(GetParam().weight, GetParam().kv, GetParam().tuning, gpuKv());
   }
 
   // What the GPU stores the cache in (a float32-weight backend always uses float32).
   DType gpuKv() const { return GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv; }
 
-  // Begins the same step on both backends.
-  void begin(const StepInputs& in) {
-    Status c = cpu_->beginStep(in), g = gpu_->beginStep(in);
-    ASSERT_TRUE(c.isOk()) << c.toString();
-    ASSERT_TRUE(g.isOk()) << g.toString();
-  }
   // A step of `n` rows in one sequence (no KV written, positions 0..n-1) picking `logit_rows`.
   void beginPlain(int64_t n, std::vector<int32_t> ids = {}, std::vector<int64_t> logit_rows = {}) {
     plain_ids_ = ids.empty() ? std::vector<int32_t>(static_cast<size_t>(n), 0) : std::move(ids);
@@ -185,34 +165,6 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
   bool halfWeights() const { return weights() != DType::kF32; }
   bool halfKv() const { return gpuKv() != DType::kF32; }
 
-  // Scratch `slot` of both backends, filled with `data` (GPU side poisoned first when data is empty).
-  // With a 16-bit gpu_dtype the GPU view is 16-bit and both backends get the data rounded to it.
-  std::pair<TensorView, TensorView> put(int slot, int64_t rows, int64_t cols, const std::vector<float>& data,
-                                        DType gpu_dtype = DType::kF32) {
-    TensorView c = cpu_->scratch(slot, rows, cols), g = gpu_->scratch(slot, rows, cols, gpu_dtype);
-    EXPECT_NE(g.data, nullptr);
-    std::vector<float> fill = data.empty() ? std::vector<float>(static_cast<size_t>(rows * cols), NAN) : data;
-    roundTo(fill, gpu_dtype);
-    EXPECT_TRUE(cpu_->copyFromHost(fill.data(), c).isOk());
-    EXPECT_TRUE(gpu_->copyFromHost(fill.data(), g).isOk());
-    return {c, g};
-  }
-  std::vector<float> get(Backend& b, const TensorView& v) {
-    std::vector<float> out(static_cast<size_t>(v.shape[0] * v.shape[v.shape.rank() - 1]));
-    Status s = b.copyToHost(v, out.data());
-    EXPECT_TRUE(s.isOk()) << s.toString();
-    return out;
-  }
-  std::pair<TensorView, TensorView> weight(const std::vector<float>& data, Shape shape) {
-    // The CPU backend may use a float32 weight in place: keep the data alive for the test.
-    const std::vector<float>& kept = kept_weights_.emplace_back(data);
-    TensorView host(const_cast<float*>(kept.data()), DType::kF32, shape);
-    std::vector<TensorView> parts{host};
-    auto c = cpu_->loadWeight(parts, "w"), g = gpu_->loadWeight(parts, "w");
-    EXPECT_TRUE(c.isOk() && g.isOk());
-    EXPECT_TRUE(gpu_->finishWeights().isOk());
-    return {*c, *g};
-  }
 
   // A linearAddNormLinear case's operands on both backends: random weights rounded to the weights'
   // type (the CPU computes on the GPU's values), biases and norm weights; x [m, k] in the activation
@@ -243,8 +195,6 @@ class BackendOps : public ::testing::TestWithParam<Mode> {
   }
 
   std::mt19937 rng_{1234};
-  std::deque<std::vector<float>> kept_weights_;  // weights the CPU backend uses in place
-  std::unique_ptr<Backend> cpu_, gpu_;
 };
 
 
