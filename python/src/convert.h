@@ -45,7 +45,7 @@ py::dict engineConfigValues(const EngineConfig& config);
 // SamplingParams from {C++ field name: value}; None leaves a field at its default. Unknown
 // names raise KeyError (the Python layer sends only known ones). Validated by the engine.
 SamplingParams samplingParamsFrom(const py::dict& fields);
-// {field name: value} of a SamplingParams (the defaults the Python layer starts from).
+// {field name: value} of a SamplingParams (what _llmrt.sampling_params returns after validation).
 py::dict samplingParamsDict(const SamplingParams& params);
 
 // RequestOptions from {"retention": (ranges, decode_priority, decode_duration_ms) or None,

@@ -204,7 +204,6 @@ class PyLLM {
   }
 
   py::dict config() const { return engineConfigValues(get()->executor().config()); }
-  py::dict defaultSampling() const { return samplingParamsDict(get()->defaultSamplingParams()); }
   py::dict stats() const { return llmStatsDict(get()->stats()); }
 
   py::list iterationStats() {
@@ -301,7 +300,6 @@ PYBIND11_MODULE(_llmrt, m) {
       .def_property_readonly("has_tokenizer", &PyLLM::hasTokenizer)
       .def("model_config", &PyLLM::modelConfig)
       .def("config", &PyLLM::config)
-      .def("default_sampling", &PyLLM::defaultSampling)
       .def("stats", &PyLLM::stats)
       .def("iteration_stats", &PyLLM::iterationStats)
       .def("kv_cache_events", &PyLLM::kvCacheEvents, py::arg("timeout") = py::none())
