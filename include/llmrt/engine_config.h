@@ -41,6 +41,19 @@ enum class ComputeDtype {
   kFloat32,   // cuda: float32 weights and products (agrees with the CPU backend); cpu: the same as auto
 };
 
+// How the products inside the layers (q/k/v, o, MLP; not embeddings, LM head, routers or
+// mixture-of-experts experts) compute.
+enum class Quantization {
+  // The checkpoint's own: FP8 products for an FP8 checkpoint, else none.
+  kAuto,
+  // 16-bit (32-bit on the CPU) products; a quantized checkpoint's weights are dequantized at load.
+  kNone,
+  // FP8 E4M3 products (W8A8): weights with one scale per output channel, quantized at load
+  // from a 16/32-bit checkpoint (an FP8 checkpoint's are requantized per row), activations
+  // quantized per token as they are produced (dynamic). The CPU backend emulates it exactly.
+  kFp8,
+};
+
 enum class OverlapMode {
   kAuto,  // on where the backend runs behind the host (CUDA)
   kOn,
@@ -69,6 +82,9 @@ struct CudaTuning {
   // The RMSNorm split over the decode products for steps of up to this many rows (0-8; the same
   // bits either way): faster at 1-2 rows, slower at 4 (H200).
   int32_t norm_split_rows = 2;
+  // FP8 products (quantization fp8) of up to this many rows take the tensor-core matrix-vector
+  // kernel, larger ones cuBLASLt's FP8 GEMM (0-8).
+  int32_t fp8_gemv_rows = 8;
   int32_t split_waves = 2;         // decode attention key splits aim at this many CTAs per SM (1-16)
   bool profile = false;            // time every op (turns graphs off) and print a table at exit
 
@@ -88,6 +104,7 @@ struct EngineConfig {
   std::string model;  // HF model directory (config.json, *.safetensors, tokenizer.json)
   BackendKind backend = BackendKind::kAuto;
   ComputeDtype dtype = ComputeDtype::kAuto;
+  Quantization quantization = Quantization::kAuto;
   KvCacheConfig kv_cache_config;
   SchedulerConfig scheduler_config;  // capacity policy, context chunking
   int32_t max_batch_size = 256;      // sequences in flight (holding KV) at once, in [1, 2^20]
@@ -114,12 +131,14 @@ struct EngineConfig {
 };
 
 // Names as the option table and the logs spell them ("auto", "cpu", "cuda"; "bfloat16", ...;
-// "auto", "on", "off"), and their parsers (exact, lower case; nullopt for anything else).
+// "auto", "on", "off"; "auto", "none", "fp8"), and their parsers (exact, lower case; nullopt for anything else).
 std::string_view toString(BackendKind kind);
 std::string_view toString(ComputeDtype dtype);
 std::string_view toString(OverlapMode mode);
+std::string_view toString(Quantization q);
 std::optional<BackendKind> parseBackendKind(std::string_view name);
 std::optional<ComputeDtype> parseComputeDtype(std::string_view name);
 std::optional<OverlapMode> parseOverlapMode(std::string_view name);
+std::optional<Quantization> parseQuantization(std::string_view name);
 
 }  // namespace llmrt

@@ -159,6 +159,7 @@ constexpr std::string_view kBackends = "auto|cpu|cuda";
 constexpr std::string_view kDtypes = "auto|bfloat16|float16|float32";
 constexpr std::string_view kKvDtypes = "auto|float32|bfloat16|float16";
 constexpr std::string_view kOverlaps = "auto|on|off";
+constexpr std::string_view kQuantizations = "auto|none|fp8";
 constexpr std::string_view kPolicies = "guaranteed_no_evict|max_utilization|static_batch";
 constexpr std::string_view kChunking = "first_come_first_served|equal_progress";
 
@@ -172,6 +173,10 @@ const Entry<E> kEngine[] = {
     {{"dtype", "--dtype", "", OptionKind::kEnum, kDtypes,
       "Weights and compute dtype (auto: cpu float32; cuda float16 for fp16 checkpoints, else bfloat16)"},
      LLMRT_ENUM(E, dtype, parseComputeDtype, kDtypes)},
+    {{"quantization", "--quantization", "", OptionKind::kEnum, kQuantizations,
+      "Products inside the layers: fp8 = FP8 E4M3 weights per channel and activations per token (W8A8), "
+      "quantized at load; none = 16-bit (a quantized checkpoint dequantized); auto: the checkpoint's own"},
+     LLMRT_ENUM(E, quantization, parseQuantization, kQuantizations)},
     {{"max_batch_size", "--max-batch-size", "", OptionKind::kInt, "N", "Sequences in flight at once"},
      LLMRT_FIELD(E, max_batch_size)},
     {{"max_num_tokens", "--max-num-tokens", "", OptionKind::kInt, "N", "Tokens computed per step (prompts are chunked to fit)"},
@@ -238,7 +243,7 @@ const Entry<E> kEngine[] = {
      LLMRT_FIELD(E, iter_stats_max_iterations)},
     {{"cuda_tuning", "--cuda-tuning", "", OptionKind::kString, "KEY=VALUE,...",
       "CUDA backend switches for measurements (graphs, gemv, flash, mma_decode, rope_fusion, half_activations, pdl, "
-      "sampling, compact_sampling, row_group_sampling, vector_ops: on|off; gemv_rows, norm_split_rows: 0-8; "
+      "sampling, compact_sampling, row_group_sampling, vector_ops: on|off; gemv_rows, norm_split_rows, fp8_gemv_rows: 0-8; "
       "split_waves: 1-16; profile: on|off)"},
      [](E& c, std::string_view v) { return parseCudaTuning(v, c.cuda_tuning); },
      [](const E& c) { return c.cuda_tuning.toString(); }},

@@ -146,6 +146,22 @@ class Backend {
   virtual Status finishWeights() { return Status::ok(); }
   virtual uint64_t weightBytes() const = 0;
 
+  // ---- FP8 products (W8A8, float8 E4M3) ---------------------------------------
+  // Whether loadFp8Weight works here (then linear, linearAdd and linearAddNormLinear take its weights).
+  virtual bool supportsFp8Weights() const { return false; }
+  // A product weight in FP8: codes [out, in] (F8_E4M3) and one float32 scale per row (scales
+  // [out]), both in host memory: W = code * scale. The view returned (dtype F8_E4M3, shape
+  // [out, in]) names the weight for this backend's products; its memory is in the backend's own
+  // layout (scales included), read by nothing else. A product with it quantizes each row of x by
+  // core/fp8.h's rule (per token, dynamic: scale_x = amax / 448) and computes
+  // out = (codes_x . codes_w) * (scale_x * scale_w) (+ bias), the code products summed in float32.
+  virtual Result<TensorView> loadFp8Weight(const TensorView& codes, const TensorView& scales,
+                                           const std::string& name) {
+    (void)codes;
+    (void)scales;
+    return unimplemented("loadFp8Weight(" + name + "): backend " + this->name() + " has no FP8 products");
+  }
+
   // ---- activations ----------------------------------------------------------
   // Returns a scratch tensor [rows, cols] of `dtype` in the backend's memory; `slot`
   // names a buffer reused across calls (grown when too small). Every backend

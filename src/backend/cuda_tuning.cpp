@@ -32,6 +32,7 @@ constexpr Key kKeys[] = {
     {"vector_ops", &CudaTuning::vector_ops},
     {"gemv_rows", nullptr, &CudaTuning::gemv_rows, 0, 8},
     {"norm_split_rows", nullptr, &CudaTuning::norm_split_rows, 0, 8},
+    {"fp8_gemv_rows", nullptr, &CudaTuning::fp8_gemv_rows, 0, 8},
     {"split_waves", nullptr, &CudaTuning::split_waves, 1, 16},
     {"profile", &CudaTuning::profile},
 };

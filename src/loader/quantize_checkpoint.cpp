@@ -9,6 +9,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "core/fp8.h"
 #include "core/json.h"
 #include "core/mapped_file.h"
 #include "loader/arch_table.h"
@@ -24,25 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr float kFp8Max = 448.0f;  // the largest finite float8 E4M3 (e4m3fn)
-
-// Row-wise FP8 of a [rows, cols] matrix: codes (F8_E4M3 bytes) and one float32 scale per row.
+// Row-wise FP8 of a [rows, cols] matrix (core/fp8.h's rule): codes (F8_E4M3 bytes) and one
+// float32 scale per row.
 void quantizeRows(const TensorView& w, std::vector<char>& codes, std::vector<float>& scales) {
-  const int64_t rows = w.shape[0], cols = w.shape[1];
-  codes.resize(static_cast<size_t>(rows * cols));
-  scales.resize(static_cast<size_t>(rows));
-  std::vector<float> row(static_cast<size_t>(cols));
-  const size_t esz = dtypeSize(w.dtype);
-  for (int64_t i = 0; i < rows; ++i) {
-    convertToF32(static_cast<const char*>(w.data) + static_cast<size_t>(i * cols) * esz, w.dtype, row.data(),
-                 row.size());
-    float amax = 0.0f;
-    for (float v : row) amax = std::max(amax, std::abs(v));
-    const float scale = amax > 0.0f ? amax / kFp8Max : 1.0f;
-    for (float& v : row) v = std::clamp(v / scale, -kFp8Max, kFp8Max);
-    convertFromF32(row.data(), codes.data() + static_cast<size_t>(i * cols), DType::kF8E4M3, row.size());
-    scales[static_cast<size_t>(i)] = scale;
-  }
+  codes.resize(static_cast<size_t>(w.shape[0] * w.shape[1]));
+  scales.resize(static_cast<size_t>(w.shape[0]));
+  quantizeFp8Rows(w, reinterpret_cast<uint8_t*>(codes.data()), scales.data());
 }
 
 // compressed-tensors' description of what quantizeRows writes (vLLM and transformers read it).

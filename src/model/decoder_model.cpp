@@ -5,7 +5,10 @@
 #include <cmath>
 #include <iterator>
 
+#include "backend/weight_parts.h"
+#include "core/fp8.h"
 #include "core/logging.h"
+#include "core/thread_pool.h"
 
 namespace llmrt {
 namespace {
@@ -22,24 +25,50 @@ TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
 }  // namespace
 
 Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& config, const WeightSource& weights,
-                                                         Backend& backend) {
+                                                         Backend& backend, const DecoderModelOptions& options) {
+  if (options.fp8_products && !backend.supportsFp8Weights())
+    return unimplemented("quantization fp8: backend " + backend.name() + " has no FP8 products; use quantization none");
   std::unique_ptr<DecoderModel> m(new DecoderModel(config, backend));
-  LLMRT_RETURN_IF_ERROR(m->loadWeights(weights));
+  LLMRT_RETURN_IF_ERROR(m->loadWeights(weights, options));
   m->rope_ = computeRopeTable(config, config.max_position_embeddings);
   return m;
 }
 
-Status DecoderModel::loadWeights(const WeightSource& weights) {
+Status DecoderModel::loadWeights(const WeightSource& weights, const DecoderModelOptions& options) {
   const ModelConfig& c = config_;
   DecoderWeightReader reader(c, weights);
+  using W = DecoderWeight;
+  auto fp8 = [&](W w) {
+    return options.fp8_products && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown ||
+                                    w == W::kSharedUp || w == W::kSharedDown);
+  };
+  std::vector<uint8_t> codes;
+  std::vector<float> scales;
+  std::unique_ptr<ThreadPool> quantize_pool;  // FP8: rows quantized on every core
+  if (options.fp8_products) quantize_pool = std::make_unique<ThreadPool>();
   // Each weight of the description, as the reader lays it out, handed to the backend.
   auto load = [&](DecoderWeight w, int64_t layer, TensorView& out) -> Status {
     if (!decoderWeightPresent(w, c, layer)) return Status::ok();
     LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
-    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(parts, decoderWeightName(w, layer), reader.lastPartsBorrowable()));
+    const std::string name = decoderWeightName(w, layer);
+    if (!fp8(w)) {
+      LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(parts, name, reader.lastPartsBorrowable()));
+      return Status::ok();
+    }
+    // FP8: the parts' rows quantized one after another into one [rows, in] matrix.
+    LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
+    codes.resize(static_cast<size_t>(shape.numel()));
+    scales.resize(static_cast<size_t>(shape[0]));
+    int64_t row = 0;
+    for (const TensorView& p : parts) {
+      if (!p.isContiguous()) return internalError("quantization fp8: a part of " + name + " is not contiguous");
+      quantizeFp8Rows(p, codes.data() + row * shape[1], scales.data() + row, quantize_pool.get());
+      row += p.shape[0];
+    }
+    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadFp8Weight(TensorView(codes.data(), DType::kF8E4M3, shape),
+                                                       TensorView(scales.data(), DType::kF32, Shape{shape[0]}), name));
     return Status::ok();
   };
-  using W = DecoderWeight;
   LLMRT_RETURN_IF_ERROR(load(W::kEmbed, 0, embed_));
   LLMRT_RETURN_IF_ERROR(load(W::kPosEmbed, 0, pos_embed_));
   LLMRT_RETURN_IF_ERROR(load(W::kFinalNorm, 0, final_norm_));

@@ -25,11 +25,17 @@ struct StepLayout {
   bool record = false;          // a decode step backends that can record replay per `rows`
 };
 
+struct DecoderModelOptions {
+  // The layers' dense product matrices (q/k/v, o, the MLP's, the shared expert's) as FP8 weights
+  // (Backend::loadFp8Weight): each row quantized by core/fp8.h's rule at load.
+  bool fp8_products = false;
+};
+
 class DecoderModel {
  public:
   // Loads every weight through the backend. Shapes are checked here too.
   static Result<std::unique_ptr<DecoderModel>> load(const ModelConfig& config, const WeightSource& weights,
-                                                    Backend& backend);
+                                                    Backend& backend, const DecoderModelOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
 
@@ -76,7 +82,7 @@ class DecoderModel {
   };
 
   DecoderModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
-  Status loadWeights(const WeightSource& weights);
+  Status loadWeights(const WeightSource& weights, const DecoderModelOptions& options);
   // The ops of one step after beginStep: embedding, the layers, the logits rows.
   void run(int64_t tokens, int64_t logit_rows);
   // Llama-style blocks (RMSNorm, sequential): products chained through linearAddNormLinear.

@@ -73,6 +73,16 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
   c.kv_cache_config.dtype = r.kv_dtype == DType::kBF16 ? KvCacheDtype::kBFloat16
                             : r.kv_dtype == DType::kF16 ? KvCacheDtype::kFloat16
                                                         : KvCacheDtype::kFloat32;
+  if (c.quantization == Quantization::kAuto) {
+    c.quantization = model.weight_quantization == "fp8" ? Quantization::kFp8 : Quantization::kNone;
+    if (c.quantization == Quantization::kFp8) r.notes.push_back("quantization auto: an FP8 checkpoint");
+  }
+  if (c.quantization == Quantization::kFp8 && model.weight_quantization == "awq")
+    return fieldError(kWhere, "quantization", "fp8",
+                      "none or auto for an AWQ checkpoint (its 4-bit weights are dequantized at load)");
+  r.fp8_products = c.quantization == Quantization::kFp8;
+  if (r.fp8_products && model.decoder.num_experts > 0)
+    r.notes.push_back("quantization fp8: the experts of mixture-of-experts layers stay 16-bit");
   if (c.overlap == OverlapMode::kAuto) c.overlap = c.backend == BackendKind::kCuda ? OverlapMode::kOn : OverlapMode::kOff;
 
   const int64_t positions = model.max_position_embeddings;
@@ -131,10 +141,10 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
 std::string describeConfig(const ResolvedConfig& r) {
   const EngineConfig& c = r.config;
   std::string s = strprintf(
-      "backend %s, dtype %s, KV cache %s (%s tokens per block, max_tokens %s, reuse %s), max_seq_len %lld, "
+      "backend %s, dtype %s, quantization %s, KV cache %s (%s tokens per block, max_tokens %s, reuse %s), max_seq_len %lld, "
       "max_input_len %lld, max_batch_size %d, max_num_tokens %lld, %s, overlap %s",
       std::string(toString(c.backend)).c_str(), std::string(toString(c.dtype)).c_str(),
-      std::string(toString(c.kv_cache_config.dtype)).c_str(),
+      std::string(toString(c.quantization)).c_str(), std::string(toString(c.kv_cache_config.dtype)).c_str(),
       std::to_string(c.kv_cache_config.tokens_per_block).c_str(),
       c.kv_cache_config.max_tokens ? std::to_string(*c.kv_cache_config.max_tokens).c_str() : "from free memory",
       c.kv_cache_config.enable_block_reuse ? "on" : "off", static_cast<long long>(c.max_seq_len),
@@ -198,8 +208,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
 
   LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(e->resolved_));
   const WeightStore* weights = &e->dir_.weights;
+  DecoderModelOptions model_options;
+  model_options.fp8_products = e->resolved_.fp8_products;
   LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
-                                                     *e->backend_));
+                                                     *e->backend_, model_options));
   LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
   LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
                  formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());

@@ -29,6 +29,7 @@ constexpr BackendKind kBackends[] = {BackendKind::kAuto, BackendKind::kCpu, Back
 constexpr ComputeDtype kDtypes[] = {ComputeDtype::kAuto, ComputeDtype::kBFloat16, ComputeDtype::kFloat16,
                                     ComputeDtype::kFloat32};
 constexpr OverlapMode kOverlaps[] = {OverlapMode::kAuto, OverlapMode::kOn, OverlapMode::kOff};
+constexpr Quantization kQuantizations[] = {Quantization::kAuto, Quantization::kNone, Quantization::kFp8};
 
 }  // namespace
 
@@ -51,6 +52,15 @@ std::string_view toString(ComputeDtype dtype) {
   return "?";
 }
 
+std::string_view toString(Quantization q) {
+  switch (q) {
+    case Quantization::kAuto: return "auto";
+    case Quantization::kNone: return "none";
+    case Quantization::kFp8: return "fp8";
+  }
+  return "?";
+}
+
 std::string_view toString(OverlapMode mode) {
   switch (mode) {
     case OverlapMode::kAuto: return "auto";
@@ -63,6 +73,7 @@ std::string_view toString(OverlapMode mode) {
 std::optional<BackendKind> parseBackendKind(std::string_view name) { return parseName(name, kBackends); }
 std::optional<ComputeDtype> parseComputeDtype(std::string_view name) { return parseName(name, kDtypes); }
 std::optional<OverlapMode> parseOverlapMode(std::string_view name) { return parseName(name, kOverlaps); }
+std::optional<Quantization> parseQuantization(std::string_view name) { return parseName(name, kQuantizations); }
 
 Status EngineConfig::validate() const {
   if (model.empty()) return fieldError(kWhere, "model", "\"\"", "a model directory");
@@ -71,6 +82,8 @@ Status EngineConfig::validate() const {
   if (!parseComputeDtype(toString(dtype)))
     return fieldError(kWhere, "dtype", std::to_string(static_cast<int>(dtype)),
                       "auto, bfloat16, float16 or float32");
+  if (!parseQuantization(toString(quantization)))
+    return fieldError(kWhere, "quantization", std::to_string(static_cast<int>(quantization)), "auto, none or fp8");
   if (!parseOverlapMode(toString(overlap)))
     return fieldError(kWhere, "overlap", std::to_string(static_cast<int>(overlap)), "auto, on or off");
   if (backend == BackendKind::kCpu && (dtype == ComputeDtype::kBFloat16 || dtype == ComputeDtype::kFloat16))

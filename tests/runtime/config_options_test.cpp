@@ -41,6 +41,12 @@ TEST(ConfigOptions, ValuesRoundTripThroughText) {
   ASSERT_TRUE(setEngineOption(c, "--scheduler-policy", "max_utilization").isOk());
   ASSERT_TRUE(setEngineOption(c, "--max-attention-window", "16,32").isOk());
   ASSERT_TRUE(setEngineOption(c, "--cuda-tuning", "graphs=off,gemv_rows=8").isOk());
+  ASSERT_TRUE(setEngineOption(c, "--quantization", "fp8").isOk());
+  EXPECT_EQ(c.quantization, Quantization::kFp8);
+  EXPECT_EQ(engineOptionValue(c, "quantization"), "fp8");
+  Status bad = setEngineOption(c, "--quantization", "int4");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.message().find("auto|none|fp8"), std::string::npos) << bad.toString();
   EXPECT_EQ(c.max_batch_size, 12);
   EXPECT_EQ(c.kv_cache_config.free_gpu_memory_fraction, 0.5);
   EXPECT_EQ(c.max_num_tokens, 64);

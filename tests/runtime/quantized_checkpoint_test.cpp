@@ -101,9 +101,10 @@ void writePair(Layout layout, const std::string& fp8, const std::string& f32) {
                         R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}})");
 }
 
-RequestOutput run(const std::string& dir) {
+RequestOutput run(const std::string& dir, Quantization quantization = Quantization::kAuto) {
   LlmArgs args;
   args.model = dir;
+  args.quantization = quantization;
   args.backend = BackendKind::kCpu;
   args.num_threads = 1;
   auto llm = LLM::create(args);
@@ -132,7 +133,8 @@ TEST_P(Fp8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
   EXPECT_EQ(m->config.weight_quantization, "fp8");
   EXPECT_EQ(m->config.fp8_block_rows, GetParam() == Layout::kBlock ? 8 : 0);
   EXPECT_TRUE(m->unused_tensors.empty()) << m->unused_tensors.front();  // every scale is read
-  const RequestOutput a = run(fp8), b = run(f32);
+  // quantization none: the codes dequantized into 32-bit products.
+  const RequestOutput a = run(fp8, Quantization::kNone), b = run(f32);
   ASSERT_TRUE(a.status.isOk() && b.status.isOk());
   ASSERT_FALSE(a.context_logits.empty());
   EXPECT_EQ(a.context_logits, b.context_logits);
@@ -140,6 +142,28 @@ TEST_P(Fp8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
   EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
   EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
 }
+
+// Without the flag an FP8 checkpoint runs FP8 products (W8A8): its weights requantized per row
+// from the dequantized values, so exactly what `quantization fp8` makes of the dequantized
+// float32 checkpoint; and not the 32-bit products (the activations are quantized too).
+TEST_P(Fp8Checkpoint, RunsFp8ProductsAsTheFlagDoesOnTheDequantizedCheckpoint) {
+  TempDir tmp;
+  const std::string fp8 = tmp.subdir("fp8"), f32 = tmp.subdir("f32");
+  writePair(GetParam(), fp8, f32);
+  const RequestOutput a = run(fp8), b = run(f32, Quantization::kFp8), plain = run(f32);
+  ASSERT_TRUE(a.status.isOk() && b.status.isOk() && plain.status.isOk());
+  ASSERT_FALSE(a.context_logits.empty());
+  EXPECT_EQ(a.context_logits, b.context_logits);
+  EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
+  float max_ref = 0.0f, max_diff = 0.0f;
+  for (size_t i = 0; i < a.context_logits.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(plain.context_logits[i]));
+    max_diff = std::max(max_diff, std::fabs(a.context_logits[i] - plain.context_logits[i]));
+  }
+  EXPECT_GT(max_diff, 0.0f);
+  EXPECT_LT(max_diff, 0.1f * max_ref) << "FP8 products stray far from the 32-bit ones";
+}
+
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBlock, Layout::kChannel, Layout::kTensor),
                          [](const auto& info) {
@@ -326,6 +350,20 @@ TEST(AwqCheckpoint, UnsupportedVariantsAndBadPackingAreOneLineErrors) {
             std::string::npos)
       << m.status().message();
   EXPECT_EQ(m.status().message().find('\n'), std::string::npos);
+}
+
+TEST(Fp8Products, AnAwqCheckpointRefusesQuantizationFp8) {
+  TempDir tmp;
+  const std::string awq = tmp.subdir("awq"), f32 = tmp.subdir("f32");
+  writeAwqPair(awq, f32);
+  LlmArgs args;
+  args.model = awq;
+  args.backend = BackendKind::kCpu;
+  args.quantization = Quantization::kFp8;
+  auto llm = LLM::create(args);
+  ASSERT_FALSE(llm.isOk());
+  EXPECT_NE(llm.status().message().find("quantization"), std::string::npos) << llm.status().toString();
+  EXPECT_NE(llm.status().message().find("AWQ"), std::string::npos) << llm.status().toString();
 }
 
 }  // namespace

@@ -83,6 +83,18 @@ Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, con
   return TensorView(weights_.back().data(), DType::kF32, shape);
 }
 
+Result<TensorView> CpuBackend::loadFp8Weight(const TensorView& codes, const TensorView& scales,
+                                             const std::string& name) {
+  LLMRT_RETURN_IF_ERROR(checkFp8WeightParts(codes, scales, name));
+  const int64_t n = codes.shape[0], k = codes.shape[1];
+  std::vector<float> buf(static_cast<size_t>(n * k + n));
+  convertToF32(codes.data, DType::kF8E4M3, buf.data(), static_cast<size_t>(n * k));
+  std::memcpy(buf.data() + n * k, scales.data, static_cast<size_t>(n) * sizeof(float));
+  weight_bytes_ += buf.size() * sizeof(float);
+  weights_.push_back(std::move(buf));
+  return TensorView(weights_.back().data(), DType::kF8E4M3, codes.shape);
+}
+
 TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype) {
   if (dtype != DType::kF32) return TensorView(nullptr, dtype, Shape{rows, cols});  // F32 only (activationDtype)
   if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);

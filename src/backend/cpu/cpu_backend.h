@@ -27,6 +27,10 @@ class CpuBackend final : public Backend {
   Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name,
                                 bool borrowable = true) override;
   uint64_t weightBytes() const override { return weight_bytes_; }
+  // FP8 weights as float32 code values [out * in] followed by the scales [out]; products emulate
+  // the activation quantization exactly (core/fp8.h) and sum the code products with OpenBLAS.
+  bool supportsFp8Weights() const override { return true; }
+  Result<TensorView> loadFp8Weight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   Status copyToHost(const TensorView& src, float* dst) override;
   Status copyFromHost(const float* src, TensorView dst) override;
@@ -81,6 +85,7 @@ class CpuBackend final : public Backend {
   };
 
  private:
+  void linearFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
   // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block.
   float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
 
@@ -93,6 +98,7 @@ class CpuBackend final : public Backend {
   uint64_t weight_bytes_ = 0;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> linear_add_tmp_;  // linearAdd's product
+  std::vector<float> fp8_x_, fp8_x_scale_;  // an FP8 product's quantized x (code values) and row scales
   KvPoolGeometry geometry_;
   int64_t secondary_blocks_ = 0;
   LazyBuffer primary_;

@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/cpu_util.h"
 #include "core/argmax.h"
+#include "core/fp8.h"
 
 namespace llmrt {
 using cpu::cols;
@@ -95,6 +96,10 @@ void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorVi
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
+  if (w.dtype == DType::kF8E4M3) {
+    linearFp8(x, w, bias, out);
+    return;
+  }
   // out[m, n] = x[m, k] * W[n, k]^T
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
               1.0f, x.as<const float>(), static_cast<int>(rowStride(x)), w.as<const float>(), static_cast<int>(k), 0.0f,
@@ -106,6 +111,34 @@ void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorVi
       for (int64_t i = 0; i < n; ++i) o[i] += bv[i];
     }
   }
+}
+
+// W8A8: x's rows quantized (core/fp8.h), the code products summed by OpenBLAS in float32 (they are
+// exact: 4-bit by 4-bit significands), then scaled by scale_x * scale_w and the bias added.
+void CpuBackend::linearFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
+  const int64_t m = rows(x), k = cols(x), n = w.shape[0];
+  const float* codes = w.as<const float>();
+  const float* w_scale = codes + n * k;
+  fp8_x_.resize(static_cast<size_t>(m * k));
+  fp8_x_scale_.resize(static_cast<size_t>(m));
+  pool_.parallelFor(m, [&](int64_t b, int64_t e) {
+    std::vector<uint8_t> q(static_cast<size_t>(k));
+    for (int64_t r = b; r < e; ++r) {
+      fp8_x_scale_[static_cast<size_t>(r)] = quantizeFp8Row(x.as<const float>() + r * rowStride(x), k, q.data()).scale;
+      convertToF32(q.data(), DType::kF8E4M3, fp8_x_.data() + r * k, static_cast<size_t>(k));
+    }
+  }, 1);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              1.0f, fp8_x_.data(), static_cast<int>(k), codes, static_cast<int>(k), 0.0f, out.as<float>(),
+              static_cast<int>(rowStride(out)));
+  const float* bv = bias != nullptr ? bias->as<const float>() : nullptr;
+  pool_.parallelFor(m, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float* o = out.as<float>() + r * rowStride(out);
+      const float sx = fp8_x_scale_[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < n; ++i) o[i] = o[i] * (sx * w_scale[i]) + (bv ? bv[i] : 0.0f);
+    }
+  }, 1);
 }
 
 void CpuBackend::linearAdd(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView residual) {

@@ -151,6 +151,8 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   moe_max_tokens_ = max_tokens;  // moeAdd sizes its workspace for such steps at its first call
   if (options_.weight_dtype != DType::kF32)  // (hi and lo parts with float32 activations)
     reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
+  if (has_fp8_weights_)  // FP8 products' quantized inputs: codes, then the row scales
+    reserve(fp8_x_, static_cast<size_t>(max_tokens * max_width + 256) + static_cast<size_t>(max_tokens) * sizeof(float));
   for (int i = 0; i < 2; ++i)
     reserve(results_.slot(i).argmax, static_cast<size_t>(max_tokens) * sizeof(int32_t), false);
   reserve(norm_sums_, static_cast<size_t>(cuda::kGemvMaxRows * ((max_width + cuda::kGemvNormGroup - 1) /
@@ -303,6 +305,35 @@ Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, co
   }
   weight_bytes_ += bytes;
   return TensorView(dev, dt, shape, Device::kCuda, options_.device);
+}
+
+namespace {
+// FP8 weights hold their rows padded to a multiple of 16 (zeros): cuBLASLt's FP8 GEMM needs the
+// product's output dimension in multiples of 16.
+int64_t fp8PaddedRows(int64_t n) { return (n + 15) / 16 * 16; }
+size_t fp8ScalesOffset(int64_t n, int64_t k) { return (static_cast<size_t>(fp8PaddedRows(n) * k) + 255) / 256 * 256; }
+}  // namespace
+
+Result<TensorView> CudaBackend::loadFp8Weight(const TensorView& codes, const TensorView& scales,
+                                              const std::string& name) {
+  if (failed()) return error_;
+  LLMRT_RETURN_IF_ERROR(checkFp8WeightParts(codes, scales, name));
+  const int64_t n = codes.shape[0], k = codes.shape[1];
+  const size_t at = fp8ScalesOffset(n, k), bytes = at + static_cast<size_t>(n) * sizeof(float);
+  void* dev = nullptr;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&dev, bytes));
+  weights_.emplace_back(dev);
+  has_fp8_weights_ = true;
+  auto* base = static_cast<uint8_t*>(dev);
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + n * k, 0, at - static_cast<size_t>(n * k), stream_.get()));
+  LLMRT_RETURN_IF_ERROR(stager_.stage(codes, DType::kF8E4M3, base, name, stream_.get()));
+  LLMRT_RETURN_IF_ERROR(stager_.stage(scales, DType::kF32, base + at, name, stream_.get()));
+  weight_bytes_ += bytes;
+  return TensorView(dev, DType::kF8E4M3, codes.shape, Device::kCuda, options_.device);
+}
+
+const float* CudaBackend::fp8RowScales(const TensorView& w) {
+  return reinterpret_cast<const float*>(static_cast<const uint8_t*>(w.data) + fp8ScalesOffset(w.shape[0], w.shape[1]));
 }
 
 Status CudaBackend::finishWeights() {

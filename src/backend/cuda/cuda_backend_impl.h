@@ -94,6 +94,12 @@ class CudaBackend final : public Backend {
                                 bool borrowable = true) override;
   Status finishWeights() override;
   uint64_t weightBytes() const override { return weight_bytes_; }
+  // FP8 weights: the codes (rows padded with zeros to a multiple of 16), then (at the next 256-byte
+  // boundary) the row scales, in one allocation (fp8RowScales). Products: activation rows quantized by one kernel, then the tensor-core
+  // matrix-vector kernel (up to tuning fp8_gemv_rows rows) or cuBLASLt's FP8 GEMM with both
+  // scale vectors in its epilogue (cuda_fp8.cu, cuda_gemm.h).
+  bool supportsFp8Weights() const override { return true; }
+  Result<TensorView> loadFp8Weight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   DType activationDtype() const override { return activation_dtype_; }
   Status copyToHost(const TensorView& src, float* dst) override;
@@ -172,6 +178,10 @@ class CudaBackend final : public Backend {
   // linear (accumulate false) and linearAdd (true: out += x W^T (+ bias)).
   void product(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out,
                bool accumulate);
+  // The row scales of an FP8 weight (loadFp8Weight's layout).
+  static const float* fp8RowScales(const TensorView& w);
+  // product() for FP8 weights (loadFp8Weight).
+  void productFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
   explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
   const CudaTuning& tuning() const { return options_.tuning; }
   void fail(Status s);
@@ -244,6 +254,10 @@ class CudaBackend final : public Backend {
   PoolBuffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   std::vector<PoolBuffer> scratch_;
   PoolBuffer half_x_;     // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
+  PoolBuffer fp8_x_;      // an FP8 product's quantized input: codes [m, k], then the row scales
+  PoolBuffer fp8_sums_;   // an FP8 product's unscaled sums where cuBLASLt has no scaled algorithm
+  bool fp8_scaled_gemm_ = true;  // cleared when cuBLASLt refuses outer-vector scaling
+  bool has_fp8_weights_ = false;  // loadFp8Weight was called (reserveWorkspace sizes fp8_x_)
   PoolBuffer norm_sums_;  // linearAddNormLinear (split): sums of squares of the residual's 8-column groups
   PoolBuffer partial_;    // split-key attention partial states
   PoolBuffer alibi_;      // setAttentionExtras: the ALiBi slopes, one per query head

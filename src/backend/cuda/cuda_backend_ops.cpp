@@ -154,6 +154,10 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
   if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
+  if (w.dtype == DType::kF8E4M3) {
+    productFp8(x, w, bias, out, accumulate);
+    return;
+  }
   const bool half_w = isHalf(w.dtype);
   const bool gemv =
       half_w && tuning().gemv && m <= tuning().gemv_rows && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
@@ -223,6 +227,77 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   }
   if (bias_ptr != nullptr)
     LLMRT_CUDA_OP_CHECK(cuda::addBias(out.data, out.dtype, ld(out), bias_ptr, m, n, stream_.get()));
+}
+
+// FP8 weights (loadFp8Weight): x's rows quantized (codes and row scales into fp8_x_), then the
+// tensor-core matrix-vector kernel for decode-sized steps, else cuBLASLt's FP8 GEMM with both
+// scale vectors in its epilogue; where cuBLASLt refuses outer-vector scaling, its unscaled sums
+// and a scaling kernel. Bias after the product on the cuBLASLt path, as for 16-bit weights.
+void CudaBackend::productFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out,
+                             bool accumulate) {
+  const int64_t m = rows(x), k = cols(x), n = w.shape[0];
+  const bool gemv = m <= tuning().fp8_gemv_rows && cuda::fp8GemvSupported(m, k);
+  if (!gemv && k % 16 != 0) {
+    fail(unimplemented(strprintf("linear (fp8): in_features %lld is not a multiple of 16, which FP8 products "
+                                 "need; use quantization none",
+                                 static_cast<long long>(k))));
+    return;
+  }
+  if (accumulate && out.dtype != DType::kF32) {
+    fail(invalidArgument("linearAdd (fp8): the residual must be F32"));
+    return;
+  }
+  const float* sw = fp8RowScales(w);
+  const float* bias_ptr = bias ? f32(*bias) : nullptr;
+  const auto* wq = static_cast<const uint8_t*>(w.data);
+  const size_t codes = (static_cast<size_t>(m * k) + 255) / 256 * 256;
+  if (!reserve(fp8_x_, codes + static_cast<size_t>(m) * sizeof(float))) return;
+  auto* q = static_cast<uint8_t*>(fp8_x_.get());
+  auto* sx = reinterpret_cast<float*>(q + codes);
+  {
+    OpScope scope(this, [&] {
+      return strprintf("fp8 quantize m<=%lld k=%lld", rowBucket(m), static_cast<long long>(k));
+    });
+    LLMRT_CUDA_OP_CHECK(cuda::fp8QuantizeRows(x.data, x.dtype, ld(x), m, k, q, sx, stream_.get()));
+  }
+  OpScope scope(this, [&] {
+    return strprintf("%s fp8 %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear",
+                     gemv ? "gemv" : "cublasLt", rowBucket(m), static_cast<long long>(n), static_cast<long long>(k));
+  });
+  if (gemv) {
+    LLMRT_CUDA_OP_CHECK(cuda::fp8Gemv(q, sx, m, k, wq, sw, n, bias_ptr, out.data, out.dtype, ld(out), accumulate,
+                                      stream_.get()));
+    return;
+  }
+  const cudaDataType_t out_type =
+      out.dtype == DType::kF32 ? CUDA_R_32F : (out.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F);
+  // cuBLASLt's FP8 GEMM writes rows that start on 16-byte boundaries and needs n % 16 == 0; other
+  // products take the sums path over the weight's rows padded to 16 (loadFp8Weight).
+  const int64_t n_pad = (n + 15) / 16 * 16;
+  // Outer-vector scaling takes 16-bit outputs only (cuBLASLt 13: CUBLAS_STATUS_INVALID_VALUE for a
+  // float32 D), so float32 outputs and residual adds take the sums path too.
+  const bool aligned = n == n_pad && (static_cast<size_t>(ld(out)) * dtypeSize(out.dtype)) % 16 == 0 &&
+                       reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
+  if (fp8_scaled_gemm_ && aligned && out.dtype != DType::kF32 && !accumulate) {
+    const cublasStatus_t st = lt_.runFp8(wq, sw, q, sx, out.data, out_type, m, n, k, ld(out), cublas_ws_.get(),
+                                         cublas_ws_.bytes(), stream_.get(), accumulate);
+    if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_INVALID_VALUE) {
+      LLMRT_CUBLAS_OP_CHECK(st);
+      if (bias_ptr != nullptr)
+        LLMRT_CUDA_OP_CHECK(cuda::addBias(out.data, out.dtype, ld(out), bias_ptr, m, n, stream_.get()));
+      return;
+    }
+    fp8_scaled_gemm_ = false;
+    LLMRT_LOG_INFO("cuBLASLt has no FP8 GEMM with outer-vector scales here: FP8 products scale their sums in a "
+                   "kernel of their own");
+  }
+  const int64_t ld_sums = n_pad;
+  if (!reserve(fp8_sums_, static_cast<size_t>(m * ld_sums) * sizeof(float))) return;
+  auto* sums = static_cast<float*>(fp8_sums_.get());
+  LLMRT_CUBLAS_OP_CHECK(lt_.runFp8(wq, nullptr, q, nullptr, sums, CUDA_R_32F, m, n_pad, k, ld_sums, cublas_ws_.get(),
+                                   cublas_ws_.bytes(), stream_.get(), false));
+  LLMRT_CUDA_OP_CHECK(cuda::fp8ScaleOut(sums, ld_sums, m, n, sx, sw, bias_ptr, out.data, out.dtype, ld(out),
+                                        accumulate, stream_.get()));
 }
 
 void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) {

@@ -31,6 +31,13 @@ class LtGemm {
   cublasStatus_t run(cudaDataType_t in_type, const void* w, const void* x, int64_t ldx, void* out,
                      cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
                      size_t workspace_bytes, cudaStream_t stream, bool accumulate = false);
+  // FP8 E4M3 codes: out[m, n] (float32 / bf16 / fp16 per out_type, row stride ldc) =
+  // (x[m, k] W[n, k]^T) * (x_scale[m] * w_scale[n]), fp32 accumulation, both scale vectors
+  // applied by cuBLASLt (outer-vector scaling); x and W contiguous. With null scales, the plain
+  // sums of code products. CUBLAS_STATUS_NOT_SUPPORTED where cuBLASLt has no algorithm for it.
+  cublasStatus_t runFp8(const void* w, const float* w_scale, const void* x, const float* x_scale, void* out,
+                        cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
+                        size_t workspace_bytes, cudaStream_t stream, bool accumulate);
 
  private:
   struct Plan {
@@ -39,8 +46,10 @@ class LtGemm {
     cublasLtMatmulAlgo_t algo{};
     size_t workspace = 0;
   };
-  // m, n, k, ldc, ldx, input type, output type, workspace bytes
-  using Shape = std::array<int64_t, 8>;
+  // m, n, k, ldc, ldx, input type, output type, workspace bytes, scaling (0 none, 1 outer vectors)
+  using Shape = std::array<int64_t, 9>;
+  // The plan of `shape` (made and kept the first time it is asked for), or null with the status.
+  const Plan* plan(const Shape& shape, cublasStatus_t& status);
   LtHandle lt_;
   std::map<Shape, Plan> plans_;  // (destroyed before lt_)
 };

@@ -1,0 +1,236 @@
+// FP8 (W8A8, float8 E4M3) products: activation rows quantized by core/fp8.h's rule, products of
+// codes summed on the tensor cores, the scales applied to the sums.
+//
+// fp8QuantizeRows: one block per row; the row's amax (a max, so any order gives the same value),
+// then scale = amax / 448 and inverse = 448 / amax (IEEE division, as the CPU computes them), and
+// each code cvt.rn.satfinite(v * inverse): the CPU reference's bits.
+//
+// fp8Gemv (decode-sized products, m <= 8 rows): bound by reading W's codes once. A block owns 16
+// rows of W; its 8 warps take interleaved 64-byte chunks of k, and each lane of a warp loads 16
+// bytes of W row g = lane / 4 and of row g + 8 (lane % 4 picks the 16-byte quarter of the chunk)
+// plus the same 16 bytes of x's row g, then two mma.m16n8k32 e4m3 multiply them: the 16 bytes are
+// split over the k slots of A and B alike (a sum over k does not care which slot holds which k), so
+// each load feeds the tensor cores without a shuffle. x's rows are the MMA's 8 columns (rows past m
+// are zeros); each chunk's sums are added to float32 accumulators (chunkMma). The warps' 16 x 8
+// sums meet in shared memory, added in warp order, then
+// out = sum * (scale_x * scale_w) (+ bias), stored or added to a float32 out.
+#include <cuda_fp8.h>
+
+#include <algorithm>
+
+#include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_pdl.h"
+#include "backend/cuda/cuda_vec.h"
+
+namespace llmrt::cuda {
+namespace {
+
+constexpr int kQuantThreads = 256;
+constexpr float kFp8Max = 448.0f;
+
+template <typename T>
+__global__ void __launch_bounds__(kQuantThreads)
+    quantizeRowsKernel(const T* __restrict__ x, int64_t ld_x, int64_t k, uint8_t* __restrict__ q,
+                       float* __restrict__ scales) {
+  pdlWait();
+  pdlLaunchDependents();
+  const T* row = x + blockIdx.x * ld_x;
+  float amax = 0.0f;
+  for (int64_t i = threadIdx.x; i < k; i += kQuantThreads) amax = fmaxf(amax, fabsf(toFloat(row[i])));
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  __shared__ float warp_max[kQuantThreads / 32];
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
+  __syncthreads();
+  amax = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kQuantThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
+  const bool nonzero = amax > 0.0f;
+  const float inverse = nonzero ? kFp8Max / amax : 1.0f;
+  if (threadIdx.x == 0) scales[blockIdx.x] = nonzero ? amax / kFp8Max : 1.0f;
+  uint8_t* qrow = q + blockIdx.x * k;
+  for (int64_t i = threadIdx.x; i < k; i += kQuantThreads)
+    qrow[i] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(toFloat(row[i]) * inverse, __NV_SATFINITE, __NV_E4M3));
+}
+
+__device__ __forceinline__ uint4 loadStreaming(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// d += A (16 x 32, rows g / g + 8 in a0 a2 / a1 a3) * B (32 x 8, column g in b0 b1), e4m3 in, f32 accumulate.
+__device__ __forceinline__ void mmaE4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// One 64-byte chunk of k: two MMAs from zero, their sums added to d on the CUDA cores. Hopper's
+// FP8 MMA keeps fewer accumulator bits than float32, so a long k summed inside the tensor core
+// drifts (~3e-3 relative at k = 4096 in the op tests); promoting every 64 codes keeps d a
+// float32 sum of exact-ish partial sums.
+__device__ __forceinline__ void chunkMma(float (&d)[4], const uint4& wa, const uint4& wb, const uint4& xv) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  mmaE4m3(t, wa.x, wb.x, wa.y, wb.y, xv.x, xv.y);
+  mmaE4m3(t, wa.z, wb.z, wa.w, wb.w, xv.z, xv.w);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d[i] += t[i];
+}
+
+constexpr int kGemvWarps = 8;
+constexpr int kRowsPerBlock = 16;
+constexpr int kChunk = 64;  // bytes of k per warp step (4 lanes x 16 bytes)
+constexpr int kUnroll = 4;  // chunks per lane in flight
+
+template <typename OUT>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    fp8GemvKernel(const uint8_t* __restrict__ x, const float* __restrict__ sx, int m, int64_t k,
+                  const uint8_t* __restrict__ w, const float* __restrict__ sw, int64_t n,
+                  const float* __restrict__ bias, OUT* __restrict__ out, int64_t ld_out, bool accumulate) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock;
+  const uint8_t* row_a = w + min(n0 + g, n - 1) * k + t * 16;
+  const uint8_t* row_b = w + min(n0 + g + 8, n - 1) * k + t * 16;
+  const bool has_x = g < m;
+  const uint8_t* row_x = x + min(g, m - 1) * k + t * 16;
+  const int64_t chunks = k / kChunk;
+  // Weights first (no earlier kernel writes them): into L2 while the quantization finishes.
+  for (int i = 0; i < kUnroll; ++i) {
+    const int64_t c = warp + static_cast<int64_t>(kGemvWarps) * i;
+    if (c >= chunks) break;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row_a + c * kChunk));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row_b + c * kChunk));
+  }
+  pdlWait();
+  pdlLaunchDependents();
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  int64_t c = warp;
+  for (; c + kGemvWarps * (kUnroll - 1) < chunks; c += kGemvWarps * kUnroll) {
+    uint4 wa[kUnroll], wb[kUnroll], xv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t off = (c + kGemvWarps * u) * kChunk;
+      wa[u] = loadStreaming(reinterpret_cast<const uint4*>(row_a + off));
+      wb[u] = loadStreaming(reinterpret_cast<const uint4*>(row_b + off));
+      xv[u] = has_x ? *reinterpret_cast<const uint4*>(row_x + off) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) chunkMma(d, wa[u], wb[u], xv[u]);
+  }
+  for (; c < chunks; c += kGemvWarps) {
+    const int64_t off = c * kChunk;
+    const uint4 wa = loadStreaming(reinterpret_cast<const uint4*>(row_a + off));
+    const uint4 wb = loadStreaming(reinterpret_cast<const uint4*>(row_b + off));
+    const uint4 xv = has_x ? *reinterpret_cast<const uint4*>(row_x + off) : zero;
+    chunkMma(d, wa, wb, xv);
+  }
+  // d: (row g, x rows 2t, 2t + 1), (row g + 8, the same x rows).
+  __shared__ float sums[kGemvWarps][kRowsPerBlock][8];
+  sums[warp][g][2 * t] = d[0];
+  sums[warp][g][2 * t + 1] = d[1];
+  sums[warp][g + 8][2 * t] = d[2];
+  sums[warp][g + 8][2 * t + 1] = d[3];
+  __syncthreads();
+  if (threadIdx.x >= kRowsPerBlock * 8) return;
+  const int r = threadIdx.x % kRowsPerBlock, j = threadIdx.x / kRowsPerBlock;
+  if (j >= m || n0 + r >= n) return;
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kGemvWarps; ++i) s += sums[i][r][j];
+  const float v = s * (sx[j] * sw[n0 + r]) + (bias ? bias[n0 + r] : 0.0f);
+  OUT* o = out + j * ld_out + n0 + r;
+  if constexpr (std::is_same_v<OUT, float>) {
+    *o = accumulate ? *o + v : v;
+  } else {
+    storeFloat(o, v);
+  }
+}
+
+template <typename OUT>
+__global__ void scaleOutKernel(const float* __restrict__ sums, int64_t ld_sums, int64_t m, int64_t n,
+                               const float* __restrict__ sx, const float* __restrict__ sw, const float* __restrict__ bias, OUT* __restrict__ out,
+                               int64_t ld_out, bool accumulate) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= m * n) return;
+  const int64_t j = i / n, r = i % n;
+  const float v = sums[j * ld_sums + r] * (sx[j] * sw[r]) + (bias ? bias[r] : 0.0f);
+  OUT* o = out + j * ld_out + r;
+  if constexpr (std::is_same_v<OUT, float>) {
+    *o = accumulate ? *o + v : v;
+  } else {
+    storeFloat(o, v);
+  }
+}
+
+// Runs f with a null pointer of the C++ type of `dt` (float, bf16 or fp16).
+template <typename F>
+cudaError_t withOutType(DType dt, F&& f) {
+  switch (dt) {
+    case DType::kF32: return f(static_cast<float*>(nullptr));
+    case DType::kBF16: return f(static_cast<__nv_bfloat16*>(nullptr));
+    case DType::kF16: return f(static_cast<__half*>(nullptr));
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace
+
+cudaError_t fp8QuantizeRows(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k, uint8_t* q,
+                            float* scales, cudaStream_t stream) {
+  if (m == 0) return cudaSuccess;
+  if (m > INT32_MAX || k < 1) return cudaErrorInvalidValue;
+  return withOutType(x_dtype, [&](auto tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return launchPdl(quantizeRowsKernel<T>, dim3(static_cast<unsigned>(m)), dim3(kQuantThreads), 0, stream,
+                     static_cast<const T*>(x), ld_x, k, q, scales);
+  });
+}
+
+bool fp8GemvSupported(int64_t m, int64_t k) { return m >= 1 && m <= kFp8GemvMaxRows && k > 0 && k % kChunk == 0; }
+
+namespace {
+cudaError_t launchFp8Gemv(const uint8_t* x, const float* sx, int64_t m, int64_t k, const uint8_t* w,
+                          const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                          bool accumulate, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  if ((accumulate && out_dtype != DType::kF32) || reinterpret_cast<uintptr_t>(w) % 16 != 0)
+    return cudaErrorInvalidValue;
+  const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
+  return withOutType(out_dtype, [&](auto tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return launchPdl(fp8GemvKernel<T>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream, x, sx,
+                     static_cast<int>(m), k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
+  });
+}
+}  // namespace
+
+cudaError_t fp8Gemv(const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w, const float* sw,
+                    int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
+                    cudaStream_t stream) {
+  if (!fp8GemvSupported(m, k) || reinterpret_cast<uintptr_t>(q) % 16 != 0) return cudaErrorInvalidValue;
+  return launchFp8Gemv(q, sx, m, k, w, sw, n, bias, out, out_dtype, ld_out, accumulate, stream);
+}
+
+cudaError_t fp8ScaleOut(const float* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx, const float* sw,
+                        const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
+                        cudaStream_t stream) {
+  if (m * n == 0) return cudaSuccess;
+  if (accumulate && out_dtype != DType::kF32) return cudaErrorInvalidValue;
+  const auto blocks = static_cast<unsigned>((m * n + 255) / 256);
+  return withOutType(out_dtype, [&](auto tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    scaleOutKernel<T><<<blocks, 256, 0, stream>>>(sums, ld_sums, m, n, sx, sw, bias, static_cast<T*>(out), ld_out, accumulate);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace llmrt::cuda
