@@ -20,6 +20,7 @@ _ENGINE_KWARGS = {
     "max_batch_size": "max_batch_size", "max_num_tokens": "max_num_tokens", "max_seq_len": "max_seq_len",
     "max_input_len": "max_input_len", "num_threads": "num_threads", "iter_stats_max_iterations":
     "iter_stats_max_iterations", "cuda_tuning": "cuda_tuning", "overlap": "overlap",
+    "quantization": "quantization",
 }
 # tensorrt_llm's backend names run llmrt's automatic choice (CUDA when a GPU is there).
 _TRT_BACKENDS = {"pytorch", "tensorrt", "trt", "_autodeploy"}
@@ -69,8 +70,8 @@ class LLM:
     Keywords: model, backend ("auto", "cpu", "cuda"; tensorrt_llm's "pytorch" means auto), dtype
     ("auto", "bfloat16", "float16", "float32"), max_batch_size, max_num_tokens, max_seq_len,
     max_input_len, kv_cache_config, scheduler_config, enable_chunked_prefill,
-    disable_overlap_scheduler, iter_stats_max_iterations, and llmrt's own num_threads, overlap
-    ("auto", "on", "off"), cuda_tuning ("key=value,..."). None keeps llmrt's default. Bad values
+    disable_overlap_scheduler, iter_stats_max_iterations, quantization ("auto", "none", "fp8", as
+    vLLM's), and llmrt's own num_threads, overlap ("auto", "on", "off"), cuda_tuning ("key=value,..."). None keeps llmrt's default. Bad values
     raise ValueError naming the field; unknown keywords raise TypeError."""
 
     def __init__(self, model: str, *, backend: Optional[str] = None, dtype: str = "auto",
@@ -99,7 +100,7 @@ class LLM:
             if name in _ENGINE_KWARGS:
                 if value is None:
                     continue
-                kind = "str" if name in ("cuda_tuning", "overlap") else "int"
+                kind = "str" if name in ("cuda_tuning", "overlap", "quantization") else "int"
                 v = value if kind == "str" else check_int("LLM", name, value)
                 if kind == "str" and not isinstance(v, str):
                     raise TypeError(f"LLM: {name} must be a str, got {type(v).__name__}")

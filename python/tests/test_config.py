@@ -26,13 +26,13 @@ def test_engine_options_round_trip(model):
     sched = SchedulerConfig(capacity_scheduler_policy=CapacitySchedulerPolicy.MAX_UTILIZATION,
                             context_chunking_policy=ContextChunkingPolicy.EQUAL_PROGRESS)
     with LLM(model, backend="cpu", dtype="float32", max_batch_size=7, max_num_tokens=1000, max_seq_len=256,
-             max_input_len=200, num_threads=1, iter_stats_max_iterations=50, overlap="off",
+             max_input_len=200, num_threads=1, iter_stats_max_iterations=50, overlap="off", quantization="fp8",
              kv_cache_config=kv, scheduler_config=sched, enable_chunked_prefill=False) as llm:
         a = llm.args
     expected = {
         "backend": "cpu", "dtype": "float32", "max_batch_size": "7", "max_num_tokens": "1000",
         "max_seq_len": "256", "max_input_len": "200", "num_threads": "1", "iter_stats_max_iterations": "50",
-        "overlap": "off", "scheduler_config.capacity_scheduler_policy": "max_utilization",
+        "overlap": "off", "quantization": "fp8", "scheduler_config.capacity_scheduler_policy": "max_utilization",
         "scheduler_config.context_chunking_policy": "equal_progress",
         "scheduler_config.enable_chunked_context": "false", "kv_cache_config.enable_block_reuse": "false",
         "kv_cache_config.max_tokens": "2048", "kv_cache_config.max_attention_window": "128,256,128,256,128,256",  # per layer
@@ -64,6 +64,7 @@ def test_options_the_cpu_engine_does_not_use_still_reach_the_config():
     (dict(num_threads=-1), "num_threads"),
     (dict(iter_stats_max_iterations=-1), "iter_stats_max_iterations"),
     (dict(overlap="maybe"), "overlap"),
+    (dict(quantization="int4"), "quantization"),
     (dict(cuda_tuning="bogus=1"), "cuda_tuning"),
     (dict(backend="tpu"), "backend"),
     (dict(dtype="int3"), "dtype"),

@@ -47,7 +47,9 @@ expect "bad value: names source, key and value" "grep -q 'bad.properties:1: opti
 err=$(OPTION_TENSOR_PARALLEL_DEGREE=4 "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
 expect "tensor_parallel_degree 4 refused" "[[ $rc == 2 ]] && grep -q 'OPTION_TENSOR_PARALLEL_DEGREE: option.tensor_parallel_degree: 4 needs tensor parallelism' <<<\"\$err\""
 err=$(OPTION_QUANTIZE=awq "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
-expect "quantize refused" "[[ $rc == 2 ]] && grep -q 'quantization at server start is not supported' <<<\"\$err\""
+expect "quantize awq refused" "[[ $rc == 2 ]] && grep -q 'quantizes at server start to fp8 only' <<<\"\$err\""
+out=$(OPTION_QUANTIZE=fp8 "$bin" serve "$model" --print-config 2>/dev/null); rc=$?
+expect "quantize fp8 maps onto quantization" "[[ $rc == 0 ]] && grep -q 'quantization.*fp8.*OPTION_QUANTIZE' <<<\"\$out\""
 err=$(HF_MODEL_ID=meta-llama/Llama-3-8B "$bin" serve --print-config 2>&1 >/dev/null); rc=$?
 expect "hub ids refused" "[[ $rc == 2 ]] && grep -q 'HF_MODEL_ID: option.model_id: .*local model directory' <<<\"\$err\""
 

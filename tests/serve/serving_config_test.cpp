@@ -50,6 +50,7 @@ TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {
                    {"option.max_rolling_batch_size", {"64", "serving.properties:4"}},
                    {"option.enable_kv_cache_reuse", {"true", "OPTION_ENABLE_KV_CACHE_REUSE"}},
                    {"option.dtype", {"fp16", "OPTION_DTYPE"}},
+                   {"option.quantize", {"FP8", "OPTION_QUANTIZE"}},
                    {"option.enable_chunked_context", {"false", "x:1"}},
                    {"option.max_num_tokens", {"512", "x:2"}},
                    {"job_queue_size", {"7", "x:3"}},
@@ -61,6 +62,8 @@ TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {
   EXPECT_EQ(c.max_batch_size, 12);  // max_num_sequences wins over max_rolling_batch_size
   EXPECT_TRUE(c.kv_cache_config.enable_block_reuse);
   EXPECT_EQ(c.dtype, ComputeDtype::kFloat16);
+  EXPECT_EQ(c.quantization, Quantization::kFp8);
+  EXPECT_EQ(prov.at("quantization"), "OPTION_QUANTIZE (option.quantize)");
   EXPECT_FALSE(c.scheduler_config.enable_chunked_context);
   EXPECT_EQ(c.max_num_tokens, 512);
   EXPECT_EQ(o.max_queued_requests, 7);
@@ -111,7 +114,8 @@ TEST(ServingConfig, ErrorsNameKeyValueAndSource) {
   EXPECT_NE(m.find("TENSOR_PARALLEL_DEGREE"), std::string::npos) << m;
   EXPECT_NE(m.find("tensor parallelism"), std::string::npos) << m;
   m = err({{"option.quantize", {"awq", "OPTION_QUANTIZE"}}});
-  EXPECT_NE(m.find("quantization at server start is not supported"), std::string::npos) << m;
+  EXPECT_NE(m.find("OPTION_QUANTIZE"), std::string::npos) << m;
+  EXPECT_NE(m.find("fp8 only"), std::string::npos) << m;
   EXPECT_NE(m.find("llmrt quantize --method fp8"), std::string::npos) << m;
   m = err({{"option.dtype", {"int3", "f:9"}}});
   EXPECT_NE(m.find("f:9: option.dtype: 'int3'"), std::string::npos) << m;

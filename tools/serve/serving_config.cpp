@@ -231,13 +231,21 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
                                                                   : "";
       if (mapped.empty()) return badValue(key, v, "fp16, bf16, fp32 or auto");
       LLMRT_RETURN_IF_ERROR(setEngine(key, "dtype", mapped, v));
-    } else if (key == "option.quantize" || key.rfind("option.smoothquant", 0) == 0 || key.rfind("option.awq", 0) == 0 ||
-               key == "option.multi_query_mode") {
-      if (key == "option.quantize" || s.count("option.quantize"))
+    } else if (key == "option.quantize") {
+      // fp8: FP8 products quantized at server start (EngineConfig::quantization).
+      const std::string q = lower(val);
+      if (q == "fp8") {
+        LLMRT_RETURN_IF_ERROR(setEngine(key, "quantization", "fp8", v));
+      } else {
         return invalidArgument(v.source + ": " + key + "=" + printableText(val, 40) +
-                               ": quantization at server start is not supported by llmrt yet; serve a quantized checkpoint "
-                               "instead (FP8 or AWQ GEMM, e.g. written by `llmrt quantize --method fp8`)");
-      result.warnings.push_back(v.source + ": " + key + " is ignored without option.quantize");
+                               ": llmrt quantizes at server start to fp8 only (awq and smoothquant are not implemented "
+                               "yet); use fp8, or serve a quantized checkpoint (FP8 or AWQ GEMM, e.g. written by "
+                               "`llmrt quantize --method fp8`)");
+      }
+    } else if (key.rfind("option.smoothquant", 0) == 0 || key.rfind("option.awq", 0) == 0 ||
+               key == "option.multi_query_mode") {
+      result.warnings.push_back(v.source + ": " + key + " is ignored: it applies to awq / smoothquant quantization, "
+                                "which llmrt does not implement yet");
     } else if (key == "job_queue_size" || key == "option.job_queue_size") {
       auto n = parseInt(val);
       if (!n || *n < 1 || *n > INT32_MAX) return badValue(key, v, "an integer in [1, 2^31)");
