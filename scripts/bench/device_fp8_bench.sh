@@ -9,8 +9,9 @@
 #              bandwidth), bench.jsonl (llmrt-bench lines with "name" and "quantization"),
 #              <name>.log, summary.md
 # Runs, each for bf16 (--quantization none) and fp8: latency 128/128 (--warmup 2 --iters 5);
-# throughput 512 x 128/128 (--max-batch-size 512 --max-num-tokens 8192); with PROFILE=1 also an
-# fp8 latency run with --cuda-tuning profile=on (the per-op table in fp8_profile.log).
+# prefill of 2048 tokens (--warmup 1 --iters 5); throughput 8 x 128/128 (--max-batch-size 8) and
+# 512 x 128/128 (--max-batch-size 512 --max-num-tokens 8192); with PROFILE=1 also an fp8 latency
+# run with --cuda-tuning profile=on (the per-op table in fp8_profile.log).
 # Environment: BENCH_FLAGS (appended to every llmrt-bench command).
 set -u
 if [[ $# -lt 2 ]]; then
@@ -65,6 +66,13 @@ cp "$dir/config.json" "$out/config.json"
 python3 "$here/gpu_reference.py" --model "$dir" --out "$out/results.json" --skip-hf >"$out/reference.log" 2>&1
 for q in none fp8; do
   bench "latency_${q}" "$q" latency --input-len 128 --output-len 128 --warmup 2 --iters 5
+done
+for q in none fp8; do
+  bench "prefill_${q}" "$q" prefill --input-len 2048 --warmup 1 --iters 5
+done
+for q in none fp8; do
+  bench "throughput8_${q}" "$q" throughput --num-requests 8 --max-batch-size 8 --input-len 128 --output-len 128 \
+    --warmup 1
 done
 for q in none fp8; do
   bench "throughput_${q}" "$q" throughput --num-requests 512 --max-batch-size 512 --max-num-tokens 8192 \

@@ -50,6 +50,17 @@ def main():
         name = "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
         print(f"| {name} | {w / 1e9:.2f} | {floor:.3f} | {ms:.3f} | **{ms / floor:.2f}×** |" if floor else
               f"| {name} | {w / 1e9:.2f} | – | {ms:.3f} | – |")
+    pre = [r for r in runs if r.get("mode") == "prefill"]
+    if pre:
+        print("\n| products | prefill tokens | ms | tokens/s |")
+        print("|---|---|---|---|")
+        for r in pre:
+            res = r["results"]
+            name = "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
+            ms = next((res[k] for k in ("prefill_ms_mean", "ms_mean", "prefill_ms") if k in res), None)
+            tps = next((res[k] for k in ("prefill_tokens_per_s", "tokens_per_s") if k in res), None)
+            print(f"| {name} | {r['config']['input_len']} | {ms:.2f} | {tps:,.0f} |" if ms is not None else
+                  f"| {name} | {r['config']['input_len']} | {json.dumps(res)[:200]} | |")
     tput = [r for r in runs if r.get("mode") == "throughput"]
     if tput:
         print("\n| products | requests | output tok/s | ITL p50 ms | TTFT p50 ms |")
