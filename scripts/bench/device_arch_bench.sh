@@ -41,24 +41,7 @@ bench() {
   timeout -k 10 240 "$bin" "$@" --model "$dir" --backend cuda "${extra[@]}" \
     >"$out/${preset}_$name.out" 2>"$out/${preset}_$name.log" || rc=$?
   note "$preset $name: exit $rc in $((SECONDS - t0)) s"
-  python3 - "$preset" "$name" "$rc" "$out/${preset}_$name.out" "$out/${preset}_$name.log" >>"$out/bench.jsonl" <<'PY'
-import json, sys
-preset, name, rc, out_path, log_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-line = None
-for l in open(out_path, errors="replace"):
-    l = l.strip()
-    if l.startswith("{"):
-        try:
-            line = json.loads(l)
-        except ValueError:
-            pass
-if rc == 0 and line is not None:
-    line.update(name=name, preset=preset)
-    print(json.dumps(line))
-else:
-    tail = open(log_path, errors="replace").read().splitlines()[-5:]
-    print(json.dumps({"name": name, "preset": preset, "error": f"exit {rc}", "log_tail": tail}))
-PY
+  python3 "$here/bench_line.py" "$rc" "$out/${preset}_$name.out" "$out/${preset}_$name.log" "name=$name" "preset=$preset" >>"$out/bench.jsonl"
 }
 
 ref_done=0

@@ -40,24 +40,7 @@ bench() {
   timeout -k 10 300 "$bin" "$@" --model "$dir" --backend cuda --quantization "$q" "${extra[@]}" \
     >"$out/$name.out" 2>"$out/$name.log" || rc=$?
   note "$name: exit $rc in $((SECONDS - t0)) s"
-  python3 - "$name" "$q" "$rc" "$out/$name.out" "$out/$name.log" >>"$out/bench.jsonl" <<'PY'
-import json, sys
-name, q, rc, out_path, log_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-line = None
-for l in open(out_path, errors="replace"):
-    l = l.strip()
-    if l.startswith("{"):
-        try:
-            line = json.loads(l)
-        except ValueError:
-            pass
-if rc == 0 and line is not None:
-    line.update(name=name, quantization=q)
-    print(json.dumps(line))
-else:
-    tail = open(log_path, errors="replace").read().splitlines()[-5:]
-    print(json.dumps({"name": name, "quantization": q, "error": f"exit {rc}", "log_tail": tail}))
-PY
+  python3 "$here/bench_line.py" "$rc" "$out/$name.out" "$out/$name.log" "name=$name" "quantization=$q" >>"$out/bench.jsonl"
 }
 
 note "making $dir"

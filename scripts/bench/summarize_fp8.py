@@ -28,6 +28,10 @@ def step_bytes(c, fp8, ctx):
     return products + lm_head + norms, kv_bytes
 
 
+def label(r):
+    return "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
+
+
 def main():
     d = sys.argv[1]
     cfg = json.load(open(os.path.join(d, "config.json")))
@@ -47,7 +51,7 @@ def main():
         w, kv = step_bytes(cfg, r["quantization"] == "fp8", ctx)
         ms = r["results"]["decode_ms_per_token"]
         floor = (w + kv) / (bw * 1e12) * 1e3 if bw else None
-        name = "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
+        name = label(r)
         print(f"| {name} | {w / 1e9:.2f} | {floor:.3f} | {ms:.3f} | **{ms / floor:.2f}×** |" if floor else
               f"| {name} | {w / 1e9:.2f} | – | {ms:.3f} | – |")
     pre = [r for r in runs if r.get("mode") == "prefill"]
@@ -56,7 +60,7 @@ def main():
         print("|---|---|---|---|")
         for r in pre:
             res = r["results"]
-            name = "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
+            name = label(r)
             ms = next((res[k] for k in ("prefill_ms_mean", "ms_mean", "prefill_ms") if k in res), None)
             tps = next((res[k] for k in ("prefill_tokens_per_s", "tokens_per_s") if k in res), None)
             print(f"| {name} | {r['config']['input_len']} | {ms:.2f} | {tps:,.0f} |" if ms is not None else
@@ -67,7 +71,7 @@ def main():
         print("|---|---|---|---|---|")
         for r in tput:
             res, c = r["results"], r["config"]
-            name = "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
+            name = label(r)
             print(f"| {name} | {c['num_requests']} x {c['input_len']}/{c['output_len']} | "
                   f"{res['output_tokens_per_s']:,.0f} | {res['itl_ms_p50']:.2f} | {res['ttft_ms_p50']:.1f} |")
 

@@ -52,14 +52,6 @@ __global__ void __launch_bounds__(kQuantThreads)
     qrow[i] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(toFloat(row[i]) * inverse, __NV_SATFINITE, __NV_E4M3));
 }
 
-__device__ __forceinline__ uint4 loadStreaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 // d += A (16 x 32, rows g / g + 8 in a0 a2 / a1 a3) * B (32 x 8, column g in b0 b1), e4m3 in, f32 accumulate.
 __device__ __forceinline__ void mmaE4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
                                         uint32_t b1) {

@@ -30,14 +30,6 @@ namespace {
 
 constexpr int kWarps = 8;  // per block
 
-__device__ __forceinline__ uint4 loadStreaming(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 template <typename W>
 __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
   const W* tag = nullptr;

@@ -235,14 +235,6 @@ __global__ void __launch_bounds__(kThreads, 1) moeRouteSmallKernel(MoeRoute r, M
 
 // ---- the matrix-vector path ---------------------------------------------------------------
 
-__device__ __forceinline__ uint4 loadStreaming(const uint4* q) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(q));
-  return v;
-}
-
 template <typename W>
 __device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
   const W* tag = nullptr;

@@ -11,6 +11,16 @@
 
 namespace llmrt::cuda {
 
+// 16 bytes of data no kernel writes while it runs (weights), read once: through the non-coherent
+// path, not kept in L1 (the matrix-vector kernels' weight streams).
+__device__ __forceinline__ uint4 loadStreaming(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // Scalar loads and stores that widen to / round (nearest even) from float32.
 __device__ __forceinline__ float toFloat(float v) { return v; }
 __device__ __forceinline__ float toFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
