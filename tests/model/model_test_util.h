@@ -48,14 +48,15 @@ struct LoadedModel {
 };
 
 inline Result<LoadedModel> loadModel(const std::string& dir, int64_t num_blocks = 256, int64_t tokens_per_block = 8,
-                                     int threads = 2) {
+                                     int threads = 2, const DecoderModelOptions& options = {}) {
   LoadedModel m;
   LLMRT_ASSIGN_OR_RETURN(m.config, loadModelConfig(dir + "/config.json"));
   LLMRT_ASSIGN_OR_RETURN(m.store, WeightStore::openDirectory(dir));
   m.backend = std::make_unique<CpuBackend>(threads);
   const WeightStore* store = &m.store;
   LLMRT_ASSIGN_OR_RETURN(
-      m.model, DecoderModel::load(m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend));
+      m.model,
+      DecoderModel::load(m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend, options));
   KvPoolGeometry g{num_blocks, m.config.num_hidden_layers, m.config.num_key_value_heads, m.config.head_dim,
                    tokens_per_block, DType::kF32};
   LLMRT_RETURN_IF_ERROR(m.backend->allocateKvPools(g, 0));
