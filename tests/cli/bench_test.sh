@@ -47,6 +47,30 @@ run latency latency "${common[@]}" --input-len 16 --output-len 8 --warmup 1 --it
 run prefill prefill "${common[@]}" --input-len 16 --warmup 1 --iters 3
 run throughput throughput "${common[@]}" --num-requests 4 --input-len 16 --output-len 8 --max-batch-size 2
 
+# Requests from files and length distributions (throughput).
+printf '{"prompt": "Once upon a time", "output_tokens": 5}\n{"input_ids": [5, 6, 7, 8], "output_len": 3}\n\n{"prompt": "The program reads"}\n{"input_ids": [9, 9]}\n' >"$tmp/d.jsonl"
+cat >"$tmp/sg_data.json" <<'JSON'
+[{"conversations": [{"from": "human", "value": "Hello there, how are you?"}, {"from": "gpt", "value": "I am fine, thank you very much."}]},
+ {"conversations": [{"from": "human", "value": "only one turn"}]},
+ {"conversations": [{"from": "human", "value": "Tell me a story"}, {"from": "gpt", "value": "Once"}]}]
+JSON
+run dataset throughput "${common[@]}" --dataset "$tmp/d.jsonl" --num-requests 3 --output-len 7 --csv "$tmp/d.csv"
+run sharegpt throughput "${common[@]}" --dataset "$tmp/sg_data.json"
+run dist1 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len-dist normal --input-len-spread 8 \
+  --output-len 8 --output-len-dist uniform --output-len-spread 4 --csv "$tmp/dist1.csv"
+run dist2 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len-dist normal --input-len-spread 8 \
+  --output-len 8 --output-len-dist uniform --output-len-spread 4 --csv "$tmp/dist2.csv"
+printf '{"prompt": 3}\n' >"$tmp/bad.jsonl"
+expect 2 'bad.jsonl:1: needs "prompt"' -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad.jsonl"
+printf '{"input_ids": [1, 2]}\n{"prompt": "x"\n' >"$tmp/bad2.jsonl"
+expect 2 "bad2.jsonl:2: not valid JSON" -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad2.jsonl"
+printf '{"input_ids": [1, 2], "output_tokens": 0}\n' >"$tmp/bad3.jsonl"
+expect 2 'bad3.jsonl:1: "output_tokens" must be an integer' -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad3.jsonl"
+echo '[1]' >"$tmp/bad_sg.json"
+expect 2 "bad_sg.json: conversation 0: expected an object" -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad_sg.json"
+expect 2 "/nonexistent.jsonl" -- "$bin" throughput "${common[@]}" --dataset /nonexistent.jsonl
+expect 2 "input-len-dist" -- "$bin" throughput "${common[@]}" --input-len-dist gamma
+
 if python3 - "$tmp" <<'PY'; then
 import json, sys
 d = sys.argv[1]
@@ -116,6 +140,30 @@ if st["steps"] < 16:
     errors.append(f"throughput: {st['steps']} steps with --max-batch-size 2, expected >= 16")
 if not r["e2e_ms_p99"] >= r["e2e_ms_mean"] >= r["ttft_ms_mean"]:
     errors.append("throughput: end-to-end latency below time to first token")
+
+# Dataset: three requests (the first three lines; the blank one skipped), their own output lengths
+# (the third takes --output-len 7), prompts as their tokens; one CSV row each.
+r = load("dataset")["results"]
+if r["num_requests"] != 3 or r["output_tokens"] != 5 + 3 + 7:
+    errors.append(f"dataset: {r['num_requests']} requests, {r['output_tokens']} output tokens; expected 3, 15")
+rows = open(f"{d}/d.csv").read().splitlines()
+if rows[0] != "request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms" or len(rows) != 4:
+    errors.append(f"dataset: csv {rows[:2]}... ({len(rows)} lines)")
+elif [int(x.split(",")[2]) for x in rows[1:]] != [5, 3, 7] or int(rows[2].split(",")[1]) != 4:
+    errors.append(f"dataset: csv rows {rows[1:]}")
+# ShareGPT: the one-turn conversation is skipped; outputs as long as the replies' tokens.
+r = load("sharegpt")["results"]
+if r["num_requests"] != 2 or r["output_tokens"] < 2:
+    errors.append(f"sharegpt: {r['num_requests']} requests, {r['output_tokens']} output tokens")
+# Distributions: lengths vary, within [1, 2 * mean], and the seed repeats them.
+a, b = (open(f"{d}/dist{i}.csv").read() for i in (1, 2))
+ins = [int(x.split(",")[1]) for x in a.splitlines()[1:]]
+outs = [int(x.split(",")[2]) for x in a.splitlines()[1:]]
+if a.split("\n")[1].split(",")[1:3] != b.split("\n")[1].split(",")[1:3] or \
+        [x.split(",")[1:3] for x in a.splitlines()[1:]] != [x.split(",")[1:3] for x in b.splitlines()[1:]]:
+    errors.append("dist: the same --prompt-seed gave other lengths")
+if len(set(ins)) < 3 or not all(1 <= v <= 64 for v in ins) or len(set(outs)) < 2 or not all(4 <= v <= 12 for v in outs):
+    errors.append(f"dist: lengths {ins} / {outs}")
 
 for e in errors:
     print("FAIL:", e)

@@ -124,10 +124,20 @@ SamplingParams benchSamplingParams(const SamplingParams& base, int max_tokens) {
 
 Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const SamplingParams& sp,
                           double progress_every_s) {
+  return runTimed(llm, prompts, std::vector<SamplingParams>{sp}, progress_every_s);
+}
+
+Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& sps,
+                          double progress_every_s) {
+  auto spOf = [&](size_t i) -> const SamplingParams& { return sps.size() == 1 ? sps[0] : sps[i]; };
   TimedRun run;
   run.token_times.resize(prompts.size());
   // Reserved up front: the callback runs on the engine's loop thread and should not allocate.
-  for (auto& t : run.token_times) t.reserve(static_cast<size_t>(sp.max_tokens) + 1);
+  uint64_t want = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    run.token_times[i].reserve(static_cast<size_t>(spOf(i).max_tokens) + 1);
+    want += static_cast<uint64_t>(spOf(i).max_tokens);
+  }
   std::atomic<uint64_t> tokens{0}, finished{0};
   auto* times = &run.token_times;
   TokenCallback cb = [times, &tokens, &finished](size_t request, int completion, TokenId, const std::string&,
@@ -145,7 +155,6 @@ Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const Sa
   run.start = Clock::now();
   if (progress_every_s > 0) {
     progress = std::thread([&] {
-      const uint64_t want = static_cast<uint64_t>(prompts.size()) * static_cast<uint64_t>(sp.max_tokens);
       std::unique_lock<std::mutex> lock(mu);
       while (!cv.wait_for(lock, std::chrono::duration<double>(progress_every_s), [&] { return done; })) {
         std::fprintf(stderr, "  [%.0f s] %llu / %llu tokens, %llu / %zu requests finished\n",
@@ -157,7 +166,7 @@ Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const Sa
       }
     });
   }
-  auto outs = llm.generate(prompts, {sp}, {}, cb);
+  auto outs = llm.generate(prompts, sps, {}, cb);
   run.end = Clock::now();
   if (progress.joinable()) {
     {
@@ -174,9 +183,9 @@ Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const Sa
     if (!o.status.isOk())
       return Status(o.status.code(), "request " + std::to_string(i) + ": " + o.status.message());
     const size_t got = o.outputs.empty() ? 0 : o.outputs[0].token_ids.size();
-    if (got != static_cast<size_t>(sp.max_tokens))
+    if (got != static_cast<size_t>(spOf(i).max_tokens))
       return internalError("request " + std::to_string(i) + " generated " + std::to_string(got) +
-                           " tokens; expected " + std::to_string(sp.max_tokens) + " (ignore_eos is set)");
+                           " tokens; expected " + std::to_string(spOf(i).max_tokens) + " (ignore_eos is set)");
     if (run.token_times[i].size() != got)
       return internalError("request " + std::to_string(i) + " streamed " +
                            std::to_string(run.token_times[i].size()) + " tokens but returned " +

@@ -72,10 +72,13 @@ struct TimedRun {
 };
 
 // Runs the prompts; fails when the engine fails or any request does, or when a
-// request produced another number of tokens than `max_tokens`. With
+// request produced another number of tokens than its `max_tokens`. With
 // `progress_every_s` > 0, prints tokens and finished requests so far on stderr
 // at that interval (a run cut short by a time limit still leaves a trace).
 Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const SamplingParams& sp,
+                          double progress_every_s = 0.0);
+// The same with one SamplingParams per prompt (each request checked against its own max_tokens).
+Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& sps,
                           double progress_every_s = 0.0);
 
 double msBetween(Clock::time_point a, Clock::time_point b);

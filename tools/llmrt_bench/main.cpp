@@ -19,7 +19,7 @@
 
 int main(int argc, char** argv) {
   using namespace llmrt::bench;
-  CLI::App app{"llmrt-bench: latency, prefill and throughput benchmarks on random prompts"};
+  CLI::App app{"llmrt-bench: latency, prefill and throughput benchmarks on random prompts or datasets"};
   app.require_subcommand(1);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", "llmrt-bench 0.1.0");
@@ -47,8 +47,22 @@ int main(int argc, char** argv) {
       app.add_subcommand("throughput", "All requests at once: tokens/s, requests/s, latency distributions");
   addEngineFlags(thr, ef);
   thr->add_option("--num-requests", tf.num_requests, "Requests submitted together (default 64)");
-  thr->add_option("--input-len", tf.input_len, "Prompt tokens per request (default 128)");
-  thr->add_option("--output-len", tf.output_len, "Generated tokens per request (default 128)");
+  thr->add_option("--input-len", tf.input_len, "Prompt tokens per request, the mean of --input-len-dist (default 128)");
+  thr->add_option("--output-len", tf.output_len,
+                  "Generated tokens per request, the mean of --output-len-dist; a dataset line without a length "
+                  "(default 128)");
+  thr->add_option("--input-len-dist", tf.input_dist, "Synthetic prompt lengths: fixed, uniform or normal (default fixed)")
+      ->check(CLI::IsMember({"fixed", "uniform", "normal"}));
+  thr->add_option("--output-len-dist", tf.output_dist, "Generated lengths: fixed, uniform or normal (default fixed)")
+      ->check(CLI::IsMember({"fixed", "uniform", "normal"}));
+  thr->add_option("--input-len-spread", tf.input_spread,
+                  "Tokens: the half-width (uniform) or standard deviation (normal) of the prompt lengths (default 0)");
+  thr->add_option("--output-len-spread", tf.output_spread,
+                  "Tokens: the half-width (uniform) or standard deviation (normal) of the generated lengths (default 0)");
+  thr->add_option("--dataset", tf.dataset,
+                  "Requests from a file: JSONL of {\"prompt\": text} or {\"input_ids\": [...]} with \"output_tokens\" "
+                  "(trtllm-bench's format), or a ShareGPT JSON array (default: synthetic)");
+  thr->add_option("--csv", tf.csv, "Also write one CSV row per request (lengths, TTFT, mean ITL, end to end)");
   thr->add_option("--warmup", tf.warmup, "Short unmeasured requests run first (default 1)");
   thr->add_option("--progress-interval", tf.progress_s,
                   "Seconds between progress lines on stderr (0 = none, default 10)");

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <variant>
 
+#include "bench_requests.h"
 #include "llmrt/util.h"
 
 namespace llmrt::bench {
@@ -201,26 +203,52 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     return fail("--progress-interval has value " + formatNumber(f.progress_s) +
                     "; expected a number of seconds in [0, 86400]",
                 kExitUsage);
+  for (const auto& [flag, v] : {std::pair{"--input-len-spread", f.input_spread}, std::pair{"--output-len-spread", f.output_spread}})
+    if (!(v >= 0.0 && v <= 1e7))
+      return fail(std::string(flag) + " has value " + formatNumber(v) + "; expected a number of tokens in [0, 1e7]",
+                  kExitUsage);
   auto opened = openEngine(ef);
   if (auto* code = std::get_if<int>(&opened)) return *code;
   Engine& eng = std::get<Engine>(opened);
   LLM& llm = *eng.llm;
   const ModelConfig& m = llm.modelConfig();
-  if (auto e = checkSeqLen(llm, f.input_len, f.output_len)) return fail(*e, kExitUsage);
+  const int64_t max_seq_len = llm.executor().config().max_seq_len;
+  if (f.dataset.empty() && f.input_dist == "fixed" && f.output_dist == "fixed")
+    if (auto e = checkSeqLen(llm, f.input_len, f.output_len)) return fail(*e, kExitUsage);
+  RequestsSpec spec;
+  spec.dataset = f.dataset;
+  spec.num_requests = f.num_requests;
+  spec.input_len = f.input_len;
+  spec.output_len = f.output_len;
+  spec.input_dist = {f.input_dist, f.input_spread};
+  spec.output_dist = {f.output_dist, f.output_spread};
+  spec.seed = ef.prompt_seed;
+  int64_t dropped = 0;
+  auto requests = makeBenchRequests(spec, llm.tokenizer(), m.vocab_size, max_seq_len, &dropped);
+  if (!requests.isOk()) return fail(requests.status().message(), kExitUsage);
+  if (dropped > 0)
+    std::fprintf(stderr, "llmrt-bench: %lld requests longer than the max sequence length %lld were left out\n",
+                 static_cast<long long>(dropped), static_cast<long long>(max_seq_len));
 
-  // Warm-up: `warmup` short requests (the same prompt length, 4 tokens) in one batch.
+  // Warm-up: `warmup` short requests (the mean prompt length, 4 tokens) in one batch.
   if (f.warmup > 0) {
-    const auto warm =
-        randomPrompts(ef.prompt_seed + 1000003u, static_cast<size_t>(f.warmup), f.input_len, m.vocab_size);
+    const auto warm = randomPrompts(ef.prompt_seed + 1000003u, static_cast<size_t>(f.warmup),
+                                    std::min<int64_t>(f.input_len, max_seq_len - 4), m.vocab_size);
     auto run = runTimed(llm, warm, benchSamplingParams(eng.sampling, static_cast<int>(std::min<int64_t>(4, f.output_len))));
     if (!run.isOk()) return fail("warm-up: " + run.status().message());
   }
-  const auto prompts = randomPrompts(ef.prompt_seed, static_cast<size_t>(f.num_requests), f.input_len, m.vocab_size);
-  const SamplingParams sp = benchSamplingParams(eng.sampling, static_cast<int>(f.output_len));
+  std::vector<Prompt> prompts;
+  std::vector<SamplingParams> sps;
+  for (const BenchRequest& r : *requests) {
+    prompts.push_back(r.prompt);
+    sps.push_back(benchSamplingParams(eng.sampling, static_cast<int>(r.output_len)));
+  }
+  const SamplingParams& sp = sps.front();
   const LlmStats before = llm.stats();
-  auto run = runTimed(llm, prompts, sp, f.progress_s);
+  auto run = runTimed(llm, prompts, sps, f.progress_s);
   if (!run.isOk()) return fail(run.status().message());
   const LlmStats st = statsDelta(llm.stats(), before);
+  const auto num_requests = static_cast<int64_t>(prompts.size());
 
   std::vector<double> ttft, itl, e2e;
   uint64_t out_tokens = 0, in_tokens = 0;
@@ -235,15 +263,21 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
   const double wall_s = msBetween(run->start, run->end) / 1e3;
   const double out_tps = static_cast<double>(out_tokens) / wall_s;
   const double total_tps = static_cast<double>(out_tokens + in_tokens) / wall_s;
-  const double rps = static_cast<double>(f.num_requests) / wall_s;
+  const double rps = static_cast<double>(num_requests) / wall_s;
   json j = header("throughput", ef, llm, sp,
                   {{"num_requests", f.num_requests},
                    {"input_len", f.input_len},
                    {"output_len", f.output_len},
+                   {"input_len_dist", f.input_dist},
+                   {"output_len_dist", f.output_dist},
+                   {"input_len_spread", f.input_spread},
+                   {"output_len_spread", f.output_spread},
+                   {"dataset", f.dataset},
                    {"warmup", f.warmup}});
   j["results"] = {{"load_s", eng.load_s},
                   {"wall_s", wall_s},
-                  {"num_requests", f.num_requests},
+                  {"num_requests", num_requests},
+                  {"requests_left_out", dropped},
                   {"input_tokens", in_tokens},
                   {"output_tokens", out_tokens},
                   {"output_tokens_per_s", out_tps},
@@ -260,8 +294,8 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
                   {"engine_stats", statsJson(st)}};
   std::fprintf(
       stderr,
-      "throughput: %s, %lld requests x (input %lld, output %lld), max batch %d, max tokens/step %lld "
-      "(load %.1f s)\n"
+      "throughput: %s, %lld requests (input %.1f, output %.1f tokens on average), max batch %d, max "
+      "tokens/step %lld (load %.1f s)\n"
       "  wall            %10.3f s\n"
       "  output tokens   %10llu   %10.1f tok/s\n"
       "  total tokens    %10llu   %10.1f tok/s\n"
@@ -271,8 +305,9 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
       "  end to end      mean %9.1f ms   p99 %9.1f ms\n"
       "  engine          %llu steps, %.1f generated tokens/step, %llu context tokens, busy %.2f s "
       "(GPU %.2f s), %llu pauses\n",
-      llm.executor().config().model.c_str(), static_cast<long long>(f.num_requests), static_cast<long long>(f.input_len),
-      static_cast<long long>(f.output_len), llm.executor().config().max_batch_size,
+      llm.executor().config().model.c_str(), static_cast<long long>(num_requests),
+      static_cast<double>(in_tokens) / static_cast<double>(num_requests),
+      static_cast<double>(out_tokens) / static_cast<double>(num_requests), llm.executor().config().max_batch_size,
       static_cast<long long>(llm.executor().config().max_num_tokens),
       eng.load_s, wall_s, static_cast<unsigned long long>(out_tokens), out_tps,
       static_cast<unsigned long long>(out_tokens + in_tokens), total_tps, rps, mean(ttft),
@@ -281,6 +316,23 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
       st.steps ? static_cast<double>(st.generated_tokens) / static_cast<double>(st.steps) : 0.0,
       static_cast<unsigned long long>(st.context_tokens), st.seconds, st.device_seconds,
       static_cast<unsigned long long>(st.pauses));
+  if (!f.csv.empty()) {
+    // One row per request: its lengths and latencies (ms).
+    std::string rows = "request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms\n";
+    for (size_t i = 0; i < run->outputs.size(); ++i) {
+      const auto& times = run->token_times[i];
+      const double first = msBetween(run->start, times.front()), last = msBetween(run->start, times.back());
+      char row[160];
+      std::snprintf(row, sizeof(row), "%zu,%zu,%zu,%.3f,%.4f,%.3f\n", i, run->outputs[i].prompt_token_ids.size(),
+                    run->outputs[i].outputs[0].token_ids.size(), first,
+                    times.size() > 1 ? (last - first) / static_cast<double>(times.size() - 1) : 0.0, last);
+      rows += row;
+    }
+    std::ofstream out(f.csv, std::ios::binary | std::ios::trunc);
+    out << rows;
+    out.flush();
+    if (!out) return fail("--csv: cannot write " + f.csv);
+  }
   printJsonLine(j);
   return 0;
 }

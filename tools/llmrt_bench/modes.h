@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "bench_common.h"
 
@@ -24,8 +25,12 @@ struct PrefillFlags {
 
 struct ThroughputFlags {
   int64_t num_requests = 64;
-  int64_t input_len = 128;
-  int64_t output_len = 128;
+  int64_t input_len = 128;   // synthetic prompts: mean prompt tokens
+  int64_t output_len = 128;  // mean generated tokens (a dataset line without a length: this)
+  std::string input_dist = "fixed", output_dist = "fixed";  // fixed | uniform | normal
+  double input_spread = 0.0, output_spread = 0.0;           // uniform: half-width; normal: stdev
+  std::string dataset;       // JSONL ({"prompt"} / {"input_ids"}, "output_tokens") or ShareGPT JSON
+  std::string csv;           // one row per request (lengths, TTFT, ITL, end to end)
   int64_t warmup = 1;        // short requests run before the measured batch
   double progress_s = 10.0;  // progress lines on stderr every this many seconds; 0 = none
 };
