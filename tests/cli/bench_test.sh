@@ -63,11 +63,13 @@ run dist2 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len
 printf '{"prompt": 3}\n' >"$tmp/bad.jsonl"
 expect 2 'bad.jsonl:1: needs "prompt"' -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad.jsonl"
 printf '{"input_ids": [1, 2]}\n{"prompt": "x"\n' >"$tmp/bad2.jsonl"
-expect 2 "bad2.jsonl:2: not valid JSON" -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad2.jsonl"
+expect 2 "bad2.jsonl:2: " -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad2.jsonl"
 printf '{"input_ids": [1, 2], "output_tokens": 0}\n' >"$tmp/bad3.jsonl"
 expect 2 'bad3.jsonl:1: "output_tokens" must be an integer' -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad3.jsonl"
 echo '[1]' >"$tmp/bad_sg.json"
 expect 2 "bad_sg.json: conversation 0: expected an object" -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad_sg.json"
+printf '{"input_ids": [[[[[[[[[[1]]]]]]]]]]}\n' >"$tmp/deep.jsonl"
+expect 2 "deep.jsonl:1: " -- "$bin" throughput "${common[@]}" --dataset "$tmp/deep.jsonl"
 expect 2 "/nonexistent.jsonl" -- "$bin" throughput "${common[@]}" --dataset /nonexistent.jsonl
 expect 2 "input-len-dist" -- "$bin" throughput "${common[@]}" --input-len-dist gamma
 

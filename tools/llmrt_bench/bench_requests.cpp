@@ -6,6 +6,7 @@
 #include <random>
 
 #include "llmrt/file_io.h"
+#include "llmrt/request_json.h"
 #include "llmrt/tokenizer.h"
 
 namespace llmrt::bench {
@@ -131,9 +132,10 @@ Result<std::vector<BenchRequest>> makeBenchRequests(const RequestsSpec& spec, co
         ++line;
         if (l.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::string where = spec.dataset + ":" + std::to_string(line);
-        json j = json::parse(l, nullptr, false);
-        if (j.is_discarded()) return invalidArgument(where + ": not valid JSON");
-        LLMRT_ASSIGN_OR_RETURN(BenchRequest r, jsonlRequest(j, spec, tok, where));
+        // The library's strict reader: nesting bounded, duplicate keys refused, errors cut short.
+        auto j = parseJsonObject(l, where, 8);
+        if (!j.isOk()) return invalidArgument(j.status().message());
+        LLMRT_ASSIGN_OR_RETURN(BenchRequest r, jsonlRequest(*j, spec, tok, where));
         all.push_back(std::move(r));
       }
     }
