@@ -60,6 +60,10 @@ run dist1 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len
   --output-len 8 --output-len-dist uniform --output-len-spread 4 --csv "$tmp/dist1.csv"
 run dist2 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len-dist normal --input-len-spread 8 \
   --output-len 8 --output-len-dist uniform --output-len-spread 4 --csv "$tmp/dist2.csv"
+run conc throughput "${common[@]}" --num-requests 12 --input-len 16 --output-len 16 --concurrency 3
+run rate throughput "${common[@]}" --num-requests 8 --input-len 16 --output-len 4 --request-rate 20 --csv "$tmp/rate.csv"
+expect 2 "--concurrency has value -1" -- "$bin" throughput "${common[@]}" --concurrency -1
+expect 2 "--request-rate has value -2" -- "$bin" throughput "${common[@]}" --request-rate -2
 printf '{"prompt": 3}\n' >"$tmp/bad.jsonl"
 expect 2 'bad.jsonl:1: needs "prompt"' -- "$bin" throughput "${common[@]}" --dataset "$tmp/bad.jsonl"
 printf '{"input_ids": [1, 2]}\n{"prompt": "x"\n' >"$tmp/bad2.jsonl"
@@ -166,6 +170,17 @@ if a.split("\n")[1].split(",")[1:3] != b.split("\n")[1].split(",")[1:3] or \
     errors.append("dist: the same --prompt-seed gave other lengths")
 if len(set(ins)) < 3 or not all(1 <= v <= 64 for v in ins) or len(set(outs)) < 2 or not all(4 <= v <= 12 for v in outs):
     errors.append(f"dist: lengths {ins} / {outs}")
+
+# --concurrency 3: 12 requests of 16 tokens never more than 3 at a time, so at least 4 rounds
+# of 16 steps; every token counted.
+r = load("conc")["results"]
+if r["output_tokens"] != 12 * 16 or r["engine_stats"]["steps"] < 4 * 16:
+    errors.append(f"concurrency: {r['output_tokens']} tokens in {r['engine_stats']['steps']} steps")
+# --request-rate 20: Poisson arrivals spread 8 requests over time (a few hundred ms), so fewer
+# than 60 requests/s; TTFT counts from each request's own submission.
+r = load("rate")["results"]
+if r["output_tokens"] != 8 * 4 or not r["requests_per_s"] < 60 or not r["ttft_ms_p50"] < r["wall_s"] * 1000 / 2:
+    errors.append(f"rate: {r['requests_per_s']} requests/s, TTFT p50 {r['ttft_ms_p50']} ms, wall {r['wall_s']} s")
 
 for e in errors:
     print("FAIL:", e)

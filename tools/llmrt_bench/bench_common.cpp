@@ -122,6 +122,27 @@ SamplingParams benchSamplingParams(const SamplingParams& base, int max_tokens) {
   return sp;
 }
 
+namespace {
+// Every request succeeded, produced its max_tokens (ignore_eos) and streamed each of them.
+template <typename SpOf>
+Status checkOutputs(const TimedRun& run, SpOf spOf) {
+  for (size_t i = 0; i < run.outputs.size(); ++i) {
+    const RequestOutput& o = run.outputs[i];
+    if (!o.status.isOk())
+      return Status(o.status.code(), "request " + std::to_string(i) + ": " + o.status.message());
+    const size_t got = o.outputs.empty() ? 0 : o.outputs[0].token_ids.size();
+    if (got != static_cast<size_t>(spOf(i).max_tokens))
+      return internalError("request " + std::to_string(i) + " generated " + std::to_string(got) +
+                           " tokens; expected " + std::to_string(spOf(i).max_tokens) + " (ignore_eos is set)");
+    if (run.token_times[i].size() != got)
+      return internalError("request " + std::to_string(i) + " streamed " +
+                           std::to_string(run.token_times[i].size()) + " tokens but returned " +
+                           std::to_string(got));
+  }
+  return Status::ok();
+}
+}  // namespace
+
 Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const SamplingParams& sp,
                           double progress_every_s) {
   return runTimed(llm, prompts, std::vector<SamplingParams>{sp}, progress_every_s);
@@ -178,19 +199,61 @@ Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const st
   }
   if (!outs.isOk()) return outs.status();
   run.outputs = std::move(*outs);
-  for (size_t i = 0; i < run.outputs.size(); ++i) {
-    const RequestOutput& o = run.outputs[i];
-    if (!o.status.isOk())
-      return Status(o.status.code(), "request " + std::to_string(i) + ": " + o.status.message());
-    const size_t got = o.outputs.empty() ? 0 : o.outputs[0].token_ids.size();
-    if (got != static_cast<size_t>(spOf(i).max_tokens))
-      return internalError("request " + std::to_string(i) + " generated " + std::to_string(got) +
-                           " tokens; expected " + std::to_string(spOf(i).max_tokens) + " (ignore_eos is set)");
-    if (run.token_times[i].size() != got)
-      return internalError("request " + std::to_string(i) + " streamed " +
-                           std::to_string(run.token_times[i].size()) + " tokens but returned " +
-                           std::to_string(got));
+  LLMRT_RETURN_IF_ERROR(checkOutputs(run, spOf));
+  return run;
+}
+
+Result<TimedRun> runScheduled(LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& sps,
+                              int64_t concurrency, double rate, uint32_t seed) {
+  auto spOf = [&](size_t i) -> const SamplingParams& { return sps.size() == 1 ? sps[0] : sps[i]; };
+  const size_t n = prompts.size();
+  const size_t workers = concurrency > 0 ? std::min(static_cast<size_t>(concurrency), n) : n;
+  if (workers > 4096)
+    return invalidArgument(std::to_string(workers) + " requests in flight would take as many threads; bound them "
+                           "with --concurrency (at most 4096)");
+  // Arrival offsets (s): exponential gaps of mean 1 / rate.
+  std::vector<double> arrival(n, 0.0);
+  if (rate > 0) {
+    std::mt19937 rng(seed);
+    std::exponential_distribution<double> gap(rate);
+    double t = 0.0;
+    for (double& a : arrival) a = (t += gap(rng));
   }
+  TimedRun run;
+  run.token_times.resize(n);
+  run.submit_times.resize(n);
+  run.outputs.resize(n);
+  std::vector<Status> errors(n);
+  std::atomic<size_t> next{0};
+  run.start = Clock::now();
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      std::this_thread::sleep_until(run.start + std::chrono::duration_cast<Clock::duration>(
+                                                    std::chrono::duration<double>(arrival[i])));
+      run.token_times[i].reserve(static_cast<size_t>(spOf(i).max_tokens) + 1);
+      run.submit_times[i] = Clock::now();
+      auto h = llm.generateAsync(prompts[i], spOf(i));
+      if (!h.isOk()) {
+        errors[i] = h.status();
+        continue;
+      }
+      StreamDelta d;
+      while ((*h)->next(d)) {
+        const Clock::time_point now = Clock::now();
+        if (d.completion == 0)
+          for (size_t t = 0; t < d.token_ids.size(); ++t) run.token_times[i].push_back(now);
+      }
+      run.outputs[i] = (*h)->result();
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(workers);
+  for (size_t w = 0; w < workers; ++w) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+  run.end = Clock::now();
+  for (size_t i = 0; i < n; ++i)
+    if (!errors[i].isOk()) return Status(errors[i].code(), "request " + std::to_string(i) + ": " + errors[i].message());
+  LLMRT_RETURN_IF_ERROR(checkOutputs(run, spOf));
   return run;
 }
 

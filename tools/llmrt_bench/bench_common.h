@@ -68,7 +68,9 @@ struct TimedRun {
   Clock::time_point start;  // just before generate()
   Clock::time_point end;    // generate() returned: every request has completed
   std::vector<std::vector<Clock::time_point>> token_times;  // [request][token]
+  std::vector<Clock::time_point> submit_times;              // [request]; empty: all at `start`
   std::vector<RequestOutput> outputs;
+  Clock::time_point submitted(size_t i) const { return submit_times.empty() ? start : submit_times[i]; }
 };
 
 // Runs the prompts; fails when the engine fails or any request does, or when a
@@ -80,6 +82,14 @@ Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const Sa
 // The same with one SamplingParams per prompt (each request checked against its own max_tokens).
 Result<TimedRun> runTimed(LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& sps,
                           double progress_every_s = 0.0);
+
+// Requests submitted over time instead of at once (throughput --concurrency / --request-rate):
+// at most `concurrency` in flight (0: no bound; then one thread per request, at most 4096),
+// arrivals a Poisson process of `rate` requests/s from std::mt19937(seed) (0: each as soon as it
+// may), each streamed on its own thread (generateAsync) with every token time-stamped as it
+// arrives. Checks the outputs as runTimed does.
+Result<TimedRun> runScheduled(LLM& llm, const std::vector<Prompt>& prompts, const std::vector<SamplingParams>& sps,
+                              int64_t concurrency, double rate, uint32_t seed);
 
 double msBetween(Clock::time_point a, Clock::time_point b);
 

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
   thr->add_option("--dataset", tf.dataset,
                   "Requests from a file: JSONL of {\"prompt\": text} or {\"input_ids\": [...]} with \"output_tokens\" "
                   "(trtllm-bench's format), or a ShareGPT JSON array (default: synthetic)");
+  thr->add_option("--concurrency", tf.concurrency,
+                  "At most this many requests in flight, each streamed on its own thread (default 0: all at once)");
+  thr->add_option("--request-rate", tf.request_rate,
+                  "Poisson arrivals at this many requests/s, seeded by --prompt-seed (default 0: no pacing)");
   thr->add_option("--csv", tf.csv, "Also write one CSV row per request (lengths, TTFT, mean ITL, end to end)");
   thr->add_option("--warmup", tf.warmup, "Short unmeasured requests run first (default 1)");
   thr->add_option("--progress-interval", tf.progress_s,

@@ -203,6 +203,10 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     return fail("--progress-interval has value " + formatNumber(f.progress_s) +
                     "; expected a number of seconds in [0, 86400]",
                 kExitUsage);
+  if (auto e = checkRange("--concurrency", f.concurrency, 0, 4096)) return fail(*e, kExitUsage);
+  if (!(f.request_rate >= 0.0 && f.request_rate <= 1e6))
+    return fail("--request-rate has value " + formatNumber(f.request_rate) + "; expected requests/s in [0, 1e6]",
+                kExitUsage);
   for (const auto& [flag, v] : {std::pair{"--input-len-spread", f.input_spread}, std::pair{"--output-len-spread", f.output_spread}})
     if (!(v >= 0.0 && v <= 1e7))
       return fail(std::string(flag) + " has value " + formatNumber(v) + "; expected a number of tokens in [0, 1e7]",
@@ -245,8 +249,10 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
   }
   const SamplingParams& sp = sps.front();
   const LlmStats before = llm.stats();
-  auto run = runTimed(llm, prompts, sps, f.progress_s);
-  if (!run.isOk()) return fail(run.status().message());
+  const bool scheduled = f.concurrency > 0 || f.request_rate > 0;
+  auto run = scheduled ? runScheduled(llm, prompts, sps, f.concurrency, f.request_rate, ef.prompt_seed + 7u)
+                       : runTimed(llm, prompts, sps, f.progress_s);
+  if (!run.isOk()) return fail(run.status().message(), run.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
   const LlmStats st = statsDelta(llm.stats(), before);
   const auto num_requests = static_cast<int64_t>(prompts.size());
 
@@ -256,8 +262,8 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     const auto& times = run->token_times[i];
     out_tokens += run->outputs[i].outputs[0].token_ids.size();
     in_tokens += run->outputs[i].prompt_token_ids.size();
-    ttft.push_back(msBetween(run->start, times.front()));
-    e2e.push_back(msBetween(run->start, times.back()));
+    ttft.push_back(msBetween(run->submitted(i), times.front()));
+    e2e.push_back(msBetween(run->submitted(i), times.back()));
     for (size_t t = 1; t < times.size(); ++t) itl.push_back(msBetween(times[t - 1], times[t]));
   }
   const double wall_s = msBetween(run->start, run->end) / 1e3;
@@ -273,6 +279,8 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
                    {"input_len_spread", f.input_spread},
                    {"output_len_spread", f.output_spread},
                    {"dataset", f.dataset},
+                   {"concurrency", f.concurrency},
+                   {"request_rate", f.request_rate},
                    {"warmup", f.warmup}});
   j["results"] = {{"load_s", eng.load_s},
                   {"wall_s", wall_s},
@@ -321,7 +329,7 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     std::string rows = "request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms\n";
     for (size_t i = 0; i < run->outputs.size(); ++i) {
       const auto& times = run->token_times[i];
-      const double first = msBetween(run->start, times.front()), last = msBetween(run->start, times.back());
+      const double first = msBetween(run->submitted(i), times.front()), last = msBetween(run->submitted(i), times.back());
       char row[160];
       std::snprintf(row, sizeof(row), "%zu,%zu,%zu,%.3f,%.4f,%.3f\n", i, run->outputs[i].prompt_token_ids.size(),
                     run->outputs[i].outputs[0].token_ids.size(), first,
