@@ -62,6 +62,12 @@ run dist2 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len
   --output-len 8 --output-len-dist uniform --output-len-spread 4 --csv "$tmp/dist2.csv"
 run conc throughput "${common[@]}" --num-requests 12 --input-len 16 --output-len 16 --concurrency 3
 run rate throughput "${common[@]}" --num-requests 8 --input-len 16 --output-len 4 --request-rate 20 --csv "$tmp/rate.csv"
+if command -v gnuplot >/dev/null 2>&1; then
+  run plotrun throughput "${common[@]}" --num-requests 4 --input-len 8 --output-len 4 --plot "$tmp/run.png"
+  expect 0 "" -- python3 -c "import sys; sys.exit(open(sys.argv[1], 'rb').read(8) != b'\\x89PNG\\r\\n\\x1a\\n')" "$tmp/run.png"
+else
+  expect 1 "--plot needs gnuplot" -- "$bin" throughput "${common[@]}" --num-requests 2 --input-len 8 --output-len 4 --plot "$tmp/run.png"
+fi
 expect 2 "--concurrency has value -1" -- "$bin" throughput "${common[@]}" --concurrency -1
 expect 2 "--request-rate has value -2" -- "$bin" throughput "${common[@]}" --request-rate -2
 printf '{"prompt": 3}\n' >"$tmp/bad.jsonl"

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -255,6 +257,55 @@ Result<TimedRun> runScheduled(LLM& llm, const std::vector<Prompt>& prompts, cons
     if (!errors[i].isOk()) return Status(errors[i].code(), "request " + std::to_string(i) + ": " + errors[i].message());
   LLMRT_RETURN_IF_ERROR(checkOutputs(run, spOf));
   return run;
+}
+
+Status runGnuplot(const std::string& script, const std::string& data) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    return failedPrecondition("--plot needs gnuplot (Debian: apt-get install gnuplot-nox); the data is in " + data);
+  const std::string cmd = "gnuplot '" + script + "' 2>&1";
+  if (std::system(cmd.c_str()) != 0) return internalError("gnuplot failed on " + script);
+  return Status::ok();
+}
+
+Status plotThroughputRun(const TimedRun& run, const std::string& png) {
+  const double wall_s = msBetween(run.start, run.end) / 1e3;
+  const double bucket = std::max(0.01, wall_s / 50);
+  std::vector<double> tokens(static_cast<size_t>(wall_s / bucket) + 1, 0.0);
+  std::vector<double> ttft, e2e;
+  for (size_t i = 0; i < run.token_times.size(); ++i) {
+    const auto& times = run.token_times[i];
+    for (const Clock::time_point& t : times) {
+      const auto b = static_cast<size_t>(msBetween(run.start, t) / 1e3 / bucket);
+      tokens[std::min(b, tokens.size() - 1)] += 1.0;
+    }
+    if (times.empty()) continue;
+    ttft.push_back(msBetween(run.submitted(i), times.front()));
+    e2e.push_back(msBetween(run.submitted(i), times.back()));
+  }
+  std::sort(ttft.begin(), ttft.end());
+  std::sort(e2e.begin(), e2e.end());
+  const std::string rate = png + ".rate.dat", latency = png + ".latency.dat", script = png + ".gp";
+  {
+    std::ofstream d(rate);
+    d << "# time_s output_tokens_per_s\n";
+    for (size_t b = 0; b < tokens.size(); ++b) d << (static_cast<double>(b) + 0.5) * bucket << ' ' << tokens[b] / bucket << '\n';
+    std::ofstream l(latency);
+    l << "# fraction_of_requests ttft_ms e2e_ms (each sorted)\n";
+    for (size_t i = 0; i < ttft.size(); ++i)
+      l << static_cast<double>(i + 1) / static_cast<double>(ttft.size()) << ' ' << ttft[i] << ' ' << e2e[i] << '\n';
+    if (!d || !l) return internalError("--plot: cannot write " + rate + " or " + latency);
+  }
+  {
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 1200,450\nset output '" << png << "'\nset multiplot layout 1,2\nset grid\n"
+      << "set xlabel 'time (s)'\nset ylabel 'output tokens/s'\nplot '" << rate
+      << "' using 1:2 with steps title 'output tokens/s'\n"
+      << "set xlabel 'ms'\nset ylabel 'fraction of requests'\nset key right bottom\nplot '" << latency
+      << "' using 2:1 with lines title 'TTFT', '' using 3:1 with lines title 'end to end'\n"
+      << "unset multiplot\n";
+    if (!g) return internalError("--plot: cannot write " + script);
+  }
+  return runGnuplot(script, rate);
 }
 
 double msBetween(Clock::time_point a, Clock::time_point b) {

@@ -117,6 +117,15 @@ double layerLinearParams(const ModelConfig& m);
 json statsJson(const LlmStats& s);
 LlmStats statsDelta(const LlmStats& after, const LlmStats& before);
 
+// Runs gnuplot on `script` (a PNG's plot); FailedPrecondition naming the data file when gnuplot is
+// not installed (Debian: gnuplot-nox).
+Status runGnuplot(const std::string& script, const std::string& data);
+
+// throughput --plot: output tokens/s over the run (buckets of 1/50 of it, at least 10 ms) and the
+// distribution (CDF) of the requests' TTFT and end-to-end latency, side by side, into `png`
+// (the data beside it: PNG.rate.dat, PNG.latency.dat, PNG.gp).
+Status plotThroughputRun(const TimedRun& run, const std::string& png);
+
 // Prints the mode's JSON line on stdout.
 void printJsonLine(const json& j);
 

@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
                   "At most this many requests in flight, each streamed on its own thread (default 0: all at once)");
   thr->add_option("--request-rate", tf.request_rate,
                   "Poisson arrivals at this many requests/s, seeded by --prompt-seed (default 0: no pacing)");
+  thr->add_option("--plot", tf.plot,
+                  "Also draw a PNG (gnuplot): output tokens/s over the run, TTFT and end-to-end distributions");
   thr->add_option("--csv", tf.csv, "Also write one CSV row per request (lengths, TTFT, mean ITL, end to end)");
   thr->add_option("--warmup", tf.warmup, "Short unmeasured requests run first (default 1)");
   thr->add_option("--progress-interval", tf.progress_s,

@@ -341,6 +341,8 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     out.flush();
     if (!out) return fail("--csv: cannot write " + f.csv);
   }
+  if (!f.plot.empty())
+    if (Status s = plotThroughputRun(*run, f.plot); !s.isOk()) return fail(s.message());
   printJsonLine(j);
   return 0;
 }

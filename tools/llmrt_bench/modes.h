@@ -31,6 +31,7 @@ struct ThroughputFlags {
   double input_spread = 0.0, output_spread = 0.0;           // uniform: half-width; normal: stdev
   std::string dataset;       // JSONL ({"prompt"} / {"input_ids"}, "output_tokens") or ShareGPT JSON
   std::string csv;           // one row per request (lengths, TTFT, ITL, end to end)
+  std::string plot;          // PNG: output tokens/s over time, TTFT / end-to-end distributions
   int64_t concurrency = 0;   // at most this many in flight (0: all at once)
   double request_rate = 0;   // Poisson arrivals, requests/s (0: all at once / as slots free)
   int64_t warmup = 1;        // short requests run before the measured batch

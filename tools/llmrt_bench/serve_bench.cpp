@@ -358,11 +358,7 @@ Status plotSweep(const std::vector<json>& levels, const std::string& png) {
       << "' using 2:4 with linespoints title 'TPOT', '' using 2:4:1 with labels offset 0,1 notitle\n"
       << "unset multiplot\n";
   }
-  const std::string cmd = "gnuplot '" + script + "' 2>&1";
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
-    return failedPrecondition("--plot needs gnuplot (Debian: apt-get install gnuplot-nox); the data is in " + data);
-  if (std::system(cmd.c_str()) != 0) return internalError("gnuplot failed on " + script);
-  return Status::ok();
+  return runGnuplot(script, data);
 }
 
 }  // namespace
