@@ -61,13 +61,18 @@ run dist1 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len
 run dist2 throughput "${common[@]}" --num-requests 12 --input-len 32 --input-len-dist normal --input-len-spread 8 \
   --output-len 8 --output-len-dist uniform --output-len-spread 4 --csv "$tmp/dist2.csv"
 run conc throughput "${common[@]}" --num-requests 12 --input-len 16 --output-len 16 --concurrency 3
+run sweep throughput "${common[@]}" --num-requests 6 --input-len 8 --output-len 8 --concurrency 1,3 --csv "$tmp/sweep.csv"
 run rate throughput "${common[@]}" --num-requests 8 --input-len 16 --output-len 4 --request-rate 20 --csv "$tmp/rate.csv"
 if command -v gnuplot >/dev/null 2>&1; then
   run plotrun throughput "${common[@]}" --num-requests 4 --input-len 8 --output-len 4 --plot "$tmp/run.png"
-  expect 0 "" -- python3 -c "import sys; sys.exit(open(sys.argv[1], 'rb').read(8) != b'\\x89PNG\\r\\n\\x1a\\n')" "$tmp/run.png"
+  run plotsweep throughput "${common[@]}" --num-requests 4 --input-len 8 --output-len 4 --concurrency 1,2 --plot "$tmp/sweep.png"
+  for png in run sweep; do
+    expect 0 "" -- python3 -c "import sys; sys.exit(open(sys.argv[1], 'rb').read(8) != b'\\x89PNG\\r\\n\\x1a\\n')" "$tmp/$png.png"
+  done
 else
   expect 1 "--plot needs gnuplot" -- "$bin" throughput "${common[@]}" --num-requests 2 --input-len 8 --output-len 4 --plot "$tmp/run.png"
 fi
+expect 2 "--concurrency has value 5000" -- "$bin" throughput "${common[@]}" --concurrency 1,5000
 expect 2 "--concurrency has value -1" -- "$bin" throughput "${common[@]}" --concurrency -1
 expect 2 "--request-rate has value -2" -- "$bin" throughput "${common[@]}" --request-rate -2
 printf '{"prompt": 3}\n' >"$tmp/bad.jsonl"
@@ -159,9 +164,9 @@ r = load("dataset")["results"]
 if r["num_requests"] != 3 or r["output_tokens"] != 5 + 3 + 7:
     errors.append(f"dataset: {r['num_requests']} requests, {r['output_tokens']} output tokens; expected 3, 15")
 rows = open(f"{d}/d.csv").read().splitlines()
-if rows[0] != "request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms" or len(rows) != 4:
+if rows[0] != "concurrency,request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms" or len(rows) != 4:
     errors.append(f"dataset: csv {rows[:2]}... ({len(rows)} lines)")
-elif [int(x.split(",")[2]) for x in rows[1:]] != [5, 3, 7] or int(rows[2].split(",")[1]) != 4:
+elif [int(x.split(",")[3]) for x in rows[1:]] != [5, 3, 7] or int(rows[2].split(",")[2]) != 4:
     errors.append(f"dataset: csv rows {rows[1:]}")
 # ShareGPT: the one-turn conversation is skipped; outputs as long as the replies' tokens.
 r = load("sharegpt")["results"]
@@ -169,10 +174,9 @@ if r["num_requests"] != 2 or r["output_tokens"] < 2:
     errors.append(f"sharegpt: {r['num_requests']} requests, {r['output_tokens']} output tokens")
 # Distributions: lengths vary, within [1, 2 * mean], and the seed repeats them.
 a, b = (open(f"{d}/dist{i}.csv").read() for i in (1, 2))
-ins = [int(x.split(",")[1]) for x in a.splitlines()[1:]]
-outs = [int(x.split(",")[2]) for x in a.splitlines()[1:]]
-if a.split("\n")[1].split(",")[1:3] != b.split("\n")[1].split(",")[1:3] or \
-        [x.split(",")[1:3] for x in a.splitlines()[1:]] != [x.split(",")[1:3] for x in b.splitlines()[1:]]:
+ins = [int(x.split(",")[2]) for x in a.splitlines()[1:]]
+outs = [int(x.split(",")[3]) for x in a.splitlines()[1:]]
+if [x.split(",")[2:4] for x in a.splitlines()[1:]] != [x.split(",")[2:4] for x in b.splitlines()[1:]]:
     errors.append("dist: the same --prompt-seed gave other lengths")
 if len(set(ins)) < 3 or not all(1 <= v <= 64 for v in ins) or len(set(outs)) < 2 or not all(4 <= v <= 12 for v in outs):
     errors.append(f"dist: lengths {ins} / {outs}")
@@ -182,6 +186,13 @@ if len(set(ins)) < 3 or not all(1 <= v <= 64 for v in ins) or len(set(outs)) < 2
 r = load("conc")["results"]
 if r["output_tokens"] != 12 * 16 or r["engine_stats"]["steps"] < 4 * 16:
     errors.append(f"concurrency: {r['output_tokens']} tokens in {r['engine_stats']['steps']} steps")
+# --concurrency 1,3: a sweep, one results object per level in order; more steps at 1.
+r = load("sweep")["results"]
+if not isinstance(r, list) or [x["concurrency"] for x in r] != [1, 3] or any(x["output_tokens"] != 48 for x in r) \
+        or not r[0]["engine_stats"]["steps"] > r[1]["engine_stats"]["steps"]:
+    errors.append(f"sweep: {r if not isinstance(r, list) else [(x['concurrency'], x['engine_stats']['steps']) for x in r]}")
+if len(open(f"{d}/sweep.csv").read().splitlines()) != 1 + 2 * 6:
+    errors.append("sweep: csv rows")
 # --request-rate 20: Poisson arrivals spread 8 requests over time (a few hundred ms), so fewer
 # than 60 requests/s; TTFT counts from each request's own submission.
 r = load("rate")["results"]

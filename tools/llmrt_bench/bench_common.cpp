@@ -308,6 +308,26 @@ Status plotThroughputRun(const TimedRun& run, const std::string& png) {
   return runGnuplot(script, rate);
 }
 
+Status plotSweep(const std::vector<SweepPoint>& points, const std::array<std::string, 2>& names,
+                 const std::string& png) {
+  const std::string data = png + ".dat", script = png + ".gp";
+  {
+    std::ofstream d(data);
+    d << "# concurrency output_tokens_per_s median_" << names[0] << "_ms median_" << names[1] << "_ms\n";
+    for (const SweepPoint& p : points)
+      d << p.concurrency << ' ' << p.output_tokens_per_s << ' ' << p.latency[0] << ' ' << p.latency[1] << '\n';
+    std::ofstream g(script);
+    g << "set terminal pngcairo size 1200,450\nset output '" << png << "'\nset multiplot layout 1,2\n"
+      << "set xlabel 'output tokens/s'\nset grid\nset key left top\n";
+    for (int i = 0; i < 2; ++i)
+      g << "set ylabel 'median " << names[i] << " (ms)'\nplot '" << data << "' using 2:" << i + 3
+        << " with linespoints title '" << names[i] << "', '' using 2:" << i + 3 << ":1 with labels offset 0,1 notitle\n";
+    g << "unset multiplot\n";
+    if (!d || !g) return internalError("--plot: cannot write " + data + " or " + script);
+  }
+  return runGnuplot(script, data);
+}
+
 double msBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }

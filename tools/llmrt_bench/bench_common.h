@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -125,6 +126,16 @@ Status runGnuplot(const std::string& script, const std::string& data);
 // distribution (CDF) of the requests' TTFT and end-to-end latency, side by side, into `png`
 // (the data beside it: PNG.rate.dat, PNG.latency.dat, PNG.gp).
 Status plotThroughputRun(const TimedRun& run, const std::string& png);
+
+// A concurrency sweep's chart (throughput --concurrency A,B,... and serve --plot): two latencies
+// (`names`, e.g. median TTFT and ITL, ms) against output tokens/s, each point labelled with its
+// concurrency, side by side, into `png` (data: PNG.dat, script: PNG.gp).
+struct SweepPoint {
+  int64_t concurrency = 0;
+  double output_tokens_per_s = 0, latency[2] = {0, 0};
+};
+Status plotSweep(const std::vector<SweepPoint>& points, const std::array<std::string, 2>& names,
+                 const std::string& png);
 
 // Prints the mode's JSON line on stdout.
 void printJsonLine(const json& j);

@@ -63,7 +63,9 @@ int main(int argc, char** argv) {
                   "Requests from a file: JSONL of {\"prompt\": text} or {\"input_ids\": [...]} with \"output_tokens\" "
                   "(trtllm-bench's format), or a ShareGPT JSON array (default: synthetic)");
   thr->add_option("--concurrency", tf.concurrency,
-                  "At most this many requests in flight, each streamed on its own thread (default 0: all at once)");
+                  "At most this many requests in flight, each streamed on its own thread (default 0: all at once); "
+                  "a list (1,4,16) runs a sweep")
+      ->delimiter(',');
   thr->add_option("--request-rate", tf.request_rate,
                   "Poisson arrivals at this many requests/s, seeded by --prompt-seed (default 0: no pacing)");
   thr->add_option("--plot", tf.plot,

@@ -203,7 +203,9 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     return fail("--progress-interval has value " + formatNumber(f.progress_s) +
                     "; expected a number of seconds in [0, 86400]",
                 kExitUsage);
-  if (auto e = checkRange("--concurrency", f.concurrency, 0, 4096)) return fail(*e, kExitUsage);
+  if (f.concurrency.empty()) return fail("--concurrency: no value", kExitUsage);
+  for (const int64_t c : f.concurrency)
+    if (auto e = checkRange("--concurrency", c, 0, 4096)) return fail(*e, kExitUsage);
   if (!(f.request_rate >= 0.0 && f.request_rate <= 1e6))
     return fail("--request-rate has value " + formatNumber(f.request_rate) + "; expected requests/s in [0, 1e6]",
                 kExitUsage);
@@ -248,28 +250,87 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
     sps.push_back(benchSamplingParams(eng.sampling, static_cast<int>(r.output_len)));
   }
   const SamplingParams& sp = sps.front();
-  const LlmStats before = llm.stats();
-  const bool scheduled = f.concurrency > 0 || f.request_rate > 0;
-  auto run = scheduled ? runScheduled(llm, prompts, sps, f.concurrency, f.request_rate, ef.prompt_seed + 7u)
-                       : runTimed(llm, prompts, sps, f.progress_s);
-  if (!run.isOk()) return fail(run.status().message(), run.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
-  const LlmStats st = statsDelta(llm.stats(), before);
   const auto num_requests = static_cast<int64_t>(prompts.size());
-
-  std::vector<double> ttft, itl, e2e;
-  uint64_t out_tokens = 0, in_tokens = 0;
-  for (size_t i = 0; i < run->outputs.size(); ++i) {
-    const auto& times = run->token_times[i];
-    out_tokens += run->outputs[i].outputs[0].token_ids.size();
-    in_tokens += run->outputs[i].prompt_token_ids.size();
-    ttft.push_back(msBetween(run->submitted(i), times.front()));
-    e2e.push_back(msBetween(run->submitted(i), times.back()));
-    for (size_t t = 1; t < times.size(); ++t) itl.push_back(msBetween(times[t - 1], times[t]));
+  std::vector<json> levels;
+  std::string csv_rows = "concurrency,request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms\n";
+  for (const int64_t concurrency : f.concurrency) {
+    const LlmStats before = llm.stats();
+    const bool scheduled = concurrency > 0 || f.request_rate > 0;
+    auto run = scheduled ? runScheduled(llm, prompts, sps, concurrency, f.request_rate, ef.prompt_seed + 7u)
+                         : runTimed(llm, prompts, sps, f.progress_s);
+    if (!run.isOk())
+      return fail(run.status().message(),
+                  run.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
+    const LlmStats st = statsDelta(llm.stats(), before);
+    std::vector<double> ttft, itl, e2e;
+    uint64_t out_tokens = 0, in_tokens = 0;
+    for (size_t i = 0; i < run->outputs.size(); ++i) {
+      const auto& times = run->token_times[i];
+      const size_t n_out = run->outputs[i].outputs[0].token_ids.size(), n_in = run->outputs[i].prompt_token_ids.size();
+      out_tokens += n_out;
+      in_tokens += n_in;
+      const double first = msBetween(run->submitted(i), times.front()), last = msBetween(run->submitted(i), times.back());
+      ttft.push_back(first);
+      e2e.push_back(last);
+      for (size_t t = 1; t < times.size(); ++t) itl.push_back(msBetween(times[t - 1], times[t]));
+      char row[192];  // --csv: one row per request, its lengths and latencies (ms)
+      std::snprintf(row, sizeof(row), "%lld,%zu,%zu,%zu,%.3f,%.4f,%.3f\n", static_cast<long long>(concurrency), i,
+                    n_in, n_out, first, times.size() > 1 ? (last - first) / static_cast<double>(times.size() - 1) : 0.0,
+                    last);
+      csv_rows += row;
+    }
+    const double wall_s = msBetween(run->start, run->end) / 1e3;
+    const double out_tps = static_cast<double>(out_tokens) / wall_s;
+    const double total_tps = static_cast<double>(out_tokens + in_tokens) / wall_s;
+    const double rps = static_cast<double>(num_requests) / wall_s;
+    levels.push_back({{"load_s", eng.load_s},
+                      {"concurrency", concurrency},
+                      {"wall_s", wall_s},
+                      {"num_requests", num_requests},
+                      {"requests_left_out", dropped},
+                      {"input_tokens", in_tokens},
+                      {"output_tokens", out_tokens},
+                      {"output_tokens_per_s", out_tps},
+                      {"total_tokens_per_s", total_tps},
+                      {"requests_per_s", rps},
+                      {"ttft_ms_mean", mean(ttft)},
+                      {"ttft_ms_p50", percentile(ttft, 50)},
+                      {"ttft_ms_p99", percentile(ttft, 99)},
+                      {"itl_ms_mean", mean(itl)},
+                      {"itl_ms_p50", percentile(itl, 50)},
+                      {"itl_ms_p99", percentile(itl, 99)},
+                      {"e2e_ms_mean", mean(e2e)},
+                      {"e2e_ms_p99", percentile(e2e, 99)},
+                      {"engine_stats", statsJson(st)}});
+    std::fprintf(
+        stderr,
+        "throughput: %s, %lld requests (input %.1f, output %.1f tokens on average), %s, max batch %d, max "
+        "tokens/step %lld (load %.1f s)\n"
+        "  wall            %10.3f s\n"
+        "  output tokens   %10llu   %10.1f tok/s\n"
+        "  total tokens    %10llu   %10.1f tok/s\n"
+        "  requests/s      %10.2f\n"
+        "  TTFT            mean %9.1f ms   p50 %9.1f ms   p99 %9.1f ms\n"
+        "  ITL             mean %9.2f ms   p50 %9.2f ms   p99 %9.2f ms\n"
+        "  end to end      mean %9.1f ms   p99 %9.1f ms\n"
+        "  engine          %llu steps, %.1f generated tokens/step, %llu context tokens, busy %.2f s "
+        "(GPU %.2f s), %llu pauses\n",
+        llm.executor().config().model.c_str(), static_cast<long long>(num_requests),
+        static_cast<double>(in_tokens) / static_cast<double>(num_requests),
+        static_cast<double>(out_tokens) / static_cast<double>(num_requests),
+        concurrency > 0 ? ("concurrency " + std::to_string(concurrency)).c_str() : "all at once",
+        llm.executor().config().max_batch_size, static_cast<long long>(llm.executor().config().max_num_tokens),
+        eng.load_s, wall_s, static_cast<unsigned long long>(out_tokens), out_tps,
+        static_cast<unsigned long long>(out_tokens + in_tokens), total_tps, rps, mean(ttft), percentile(ttft, 50),
+        percentile(ttft, 99), mean(itl), percentile(itl, 50), percentile(itl, 99), mean(e2e), percentile(e2e, 99),
+        static_cast<unsigned long long>(st.steps),
+        st.steps ? static_cast<double>(st.generated_tokens) / static_cast<double>(st.steps) : 0.0,
+        static_cast<unsigned long long>(st.context_tokens), st.seconds, st.device_seconds,
+        static_cast<unsigned long long>(st.pauses));
+    if (!f.plot.empty() && f.concurrency.size() == 1)
+      if (Status s = plotThroughputRun(*run, f.plot); !s.isOk()) return fail(s.message());
   }
-  const double wall_s = msBetween(run->start, run->end) / 1e3;
-  const double out_tps = static_cast<double>(out_tokens) / wall_s;
-  const double total_tps = static_cast<double>(out_tokens + in_tokens) / wall_s;
-  const double rps = static_cast<double>(num_requests) / wall_s;
+  const bool sweep = levels.size() > 1;
   json j = header("throughput", ef, llm, sp,
                   {{"num_requests", f.num_requests},
                    {"input_len", f.input_len},
@@ -279,70 +340,23 @@ int runThroughput(const EngineFlags& ef, const ThroughputFlags& f) {
                    {"input_len_spread", f.input_spread},
                    {"output_len_spread", f.output_spread},
                    {"dataset", f.dataset},
-                   {"concurrency", f.concurrency},
+                   {"concurrency", sweep ? json(f.concurrency) : json(f.concurrency.front())},
                    {"request_rate", f.request_rate},
                    {"warmup", f.warmup}});
-  j["results"] = {{"load_s", eng.load_s},
-                  {"wall_s", wall_s},
-                  {"num_requests", num_requests},
-                  {"requests_left_out", dropped},
-                  {"input_tokens", in_tokens},
-                  {"output_tokens", out_tokens},
-                  {"output_tokens_per_s", out_tps},
-                  {"total_tokens_per_s", total_tps},
-                  {"requests_per_s", rps},
-                  {"ttft_ms_mean", mean(ttft)},
-                  {"ttft_ms_p50", percentile(ttft, 50)},
-                  {"ttft_ms_p99", percentile(ttft, 99)},
-                  {"itl_ms_mean", mean(itl)},
-                  {"itl_ms_p50", percentile(itl, 50)},
-                  {"itl_ms_p99", percentile(itl, 99)},
-                  {"e2e_ms_mean", mean(e2e)},
-                  {"e2e_ms_p99", percentile(e2e, 99)},
-                  {"engine_stats", statsJson(st)}};
-  std::fprintf(
-      stderr,
-      "throughput: %s, %lld requests (input %.1f, output %.1f tokens on average), max batch %d, max "
-      "tokens/step %lld (load %.1f s)\n"
-      "  wall            %10.3f s\n"
-      "  output tokens   %10llu   %10.1f tok/s\n"
-      "  total tokens    %10llu   %10.1f tok/s\n"
-      "  requests/s      %10.2f\n"
-      "  TTFT            mean %9.1f ms   p50 %9.1f ms   p99 %9.1f ms\n"
-      "  ITL             mean %9.2f ms   p50 %9.2f ms   p99 %9.2f ms\n"
-      "  end to end      mean %9.1f ms   p99 %9.1f ms\n"
-      "  engine          %llu steps, %.1f generated tokens/step, %llu context tokens, busy %.2f s "
-      "(GPU %.2f s), %llu pauses\n",
-      llm.executor().config().model.c_str(), static_cast<long long>(num_requests),
-      static_cast<double>(in_tokens) / static_cast<double>(num_requests),
-      static_cast<double>(out_tokens) / static_cast<double>(num_requests), llm.executor().config().max_batch_size,
-      static_cast<long long>(llm.executor().config().max_num_tokens),
-      eng.load_s, wall_s, static_cast<unsigned long long>(out_tokens), out_tps,
-      static_cast<unsigned long long>(out_tokens + in_tokens), total_tps, rps, mean(ttft),
-      percentile(ttft, 50), percentile(ttft, 99), mean(itl), percentile(itl, 50), percentile(itl, 99),
-      mean(e2e), percentile(e2e, 99), static_cast<unsigned long long>(st.steps),
-      st.steps ? static_cast<double>(st.generated_tokens) / static_cast<double>(st.steps) : 0.0,
-      static_cast<unsigned long long>(st.context_tokens), st.seconds, st.device_seconds,
-      static_cast<unsigned long long>(st.pauses));
+  j["results"] = sweep ? json(levels) : levels.front();
   if (!f.csv.empty()) {
-    // One row per request: its lengths and latencies (ms).
-    std::string rows = "request,input_tokens,output_tokens,ttft_ms,itl_ms_mean,e2e_ms\n";
-    for (size_t i = 0; i < run->outputs.size(); ++i) {
-      const auto& times = run->token_times[i];
-      const double first = msBetween(run->submitted(i), times.front()), last = msBetween(run->submitted(i), times.back());
-      char row[160];
-      std::snprintf(row, sizeof(row), "%zu,%zu,%zu,%.3f,%.4f,%.3f\n", i, run->outputs[i].prompt_token_ids.size(),
-                    run->outputs[i].outputs[0].token_ids.size(), first,
-                    times.size() > 1 ? (last - first) / static_cast<double>(times.size() - 1) : 0.0, last);
-      rows += row;
-    }
     std::ofstream out(f.csv, std::ios::binary | std::ios::trunc);
-    out << rows;
+    out << csv_rows;
     out.flush();
     if (!out) return fail("--csv: cannot write " + f.csv);
   }
-  if (!f.plot.empty())
-    if (Status s = plotThroughputRun(*run, f.plot); !s.isOk()) return fail(s.message());
+  if (!f.plot.empty() && sweep) {
+    std::vector<SweepPoint> points;
+    for (const json& r : levels)
+      points.push_back({r["concurrency"].get<int64_t>(), r["output_tokens_per_s"].get<double>(),
+                        {r["ttft_ms_p50"].get<double>(), r["itl_ms_p50"].get<double>()}});
+    if (Status s = plotSweep(points, {"TTFT", "ITL"}, f.plot); !s.isOk()) return fail(s.message());
+  }
   printJsonLine(j);
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "bench_common.h"
 
@@ -32,7 +33,7 @@ struct ThroughputFlags {
   std::string dataset;       // JSONL ({"prompt"} / {"input_ids"}, "output_tokens") or ShareGPT JSON
   std::string csv;           // one row per request (lengths, TTFT, ITL, end to end)
   std::string plot;          // PNG: output tokens/s over time, TTFT / end-to-end distributions
-  int64_t concurrency = 0;   // at most this many in flight (0: all at once)
+  std::vector<int64_t> concurrency = {0};  // at most this many in flight (0: all at once); several: a sweep
   double request_rate = 0;   // Poisson arrivals, requests/s (0: all at once / as slots free)
   int64_t warmup = 1;        // short requests run before the measured batch
   double progress_s = 10.0;  // progress lines on stderr every this many seconds; 0 = none

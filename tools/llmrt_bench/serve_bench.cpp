@@ -336,29 +336,13 @@ void printLevel(const json& r) {
   for (const auto& e : r["errors"]) std::fprintf(stderr, "  error: %s\n", e.get<std::string>().c_str());
 }
 
-// Latency against throughput over the sweep, with gnuplot (Debian's gnuplot-nox).
-Status plotSweep(const std::vector<json>& levels, const std::string& png) {
-  const std::string data = png + ".dat";
-  {
-    std::ofstream d(data);
-    d << "# concurrency output_tok_s ttft_median_ms tpot_median_ms e2e_median_ms\n";
-    for (const json& r : levels)
-      d << r["concurrency"].get<int64_t>() << ' ' << r["output_throughput"].get<double>() << ' '
-        << r["ttft_ms"]["median"].get<double>() << ' ' << r["tpot_ms"]["median"].get<double>() << ' '
-        << r["e2el_ms"]["median"].get<double>() << '\n';
-  }
-  const std::string script = png + ".gp";
-  {
-    std::ofstream g(script);
-    g << "set terminal pngcairo size 1200,450\nset output '" << png << "'\nset multiplot layout 1,2\n"
-      << "set xlabel 'output tokens/s'\nset grid\nset key left top\n"
-      << "set ylabel 'median TTFT (ms)'\nplot '" << data
-      << "' using 2:3 with linespoints title 'TTFT', '' using 2:3:1 with labels offset 0,1 notitle\n"
-      << "set ylabel 'median TPOT (ms)'\nplot '" << data
-      << "' using 2:4 with linespoints title 'TPOT', '' using 2:4:1 with labels offset 0,1 notitle\n"
-      << "unset multiplot\n";
-  }
-  return runGnuplot(script, data);
+// The sweep's chart points: median TTFT and TPOT against output throughput.
+std::vector<SweepPoint> sweepPoints(const std::vector<json>& levels) {
+  std::vector<SweepPoint> points;
+  for (const json& r : levels)
+    points.push_back({r["concurrency"].get<int64_t>(), r["output_throughput"].get<double>(),
+                      {r["ttft_ms"]["median"].get<double>(), r["tpot_ms"]["median"].get<double>()}});
+  return points;
 }
 
 }  // namespace
@@ -441,7 +425,7 @@ int runServeBench(const ServeBenchFlags& f) {
     if (!o) return fail("cannot write " + f.json_out);
   }
   if (!f.plot.empty()) {
-    if (Status s = plotSweep(levels, f.plot); !s.isOk()) return fail(s.message());
+    if (Status s = plotSweep(sweepPoints(levels), {"TTFT", "TPOT"}, f.plot); !s.isOk()) return fail(s.message());
   }
   int64_t failed = 0;
   for (const json& r : levels) failed += r["failed"].get<int64_t>();
