@@ -1,0 +1,56 @@
+// Collectives among the ranks of a tensor-parallel group (each rank a thread of this process with
+// its own backend): all-reduce sum, all-gather, broadcast, barrier, over float32 buffers in the
+// rank's memory.
+//
+// Contract:
+//   1. every rank of a group calls the same collectives in the same order, each from its own
+//      thread, with `count` equal on every rank (a mismatch is an error on every rank);
+//   2. a collective returns once the rank's own buffers hold the result; the results are the same
+//      bits on every rank (allReduceSum adds the ranks in rank order, so a run is reproducible and
+//      every rank continues from identical values);
+//   3. abort() (any thread) makes every waiting and later collective of the group fail, so one
+//      rank's error cannot leave the others waiting forever.
+// Implementations: SingleRankCommunicator (a group of one: nothing to exchange) and the in-process
+// group (in_process_communicator.h) for CPU ranks; NCCL for CUDA ranks is not written yet.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "llmrt/status.h"
+
+namespace llmrt {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // data[0..count) = the element-wise sum of every rank's data[0..count).
+  virtual Status allReduceSum(float* data, int64_t count) = 0;
+  // out[r * count + i] = rank r's in[i], for every rank r (out holds size() * count floats).
+  virtual Status allGather(const float* in, int64_t count, float* out) = 0;
+  // data[0..count) = rank `root`'s data[0..count).
+  virtual Status broadcast(float* data, int64_t count, int root) = 0;
+  // Returns once every rank has called it.
+  virtual Status barrier() = 0;
+  // Fails every waiting and later collective of the group with `why`.
+  virtual void abort(const Status& why) = 0;
+};
+
+// A group of one: the collectives leave the data as it is (allGather copies in to out).
+class SingleRankCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Status allReduceSum(float* data, int64_t count) override;
+  Status allGather(const float* in, int64_t count, float* out) override;
+  Status broadcast(float* data, int64_t count, int root) override;
+  Status barrier() override;
+  void abort(const Status& why) override;
+
+ private:
+  Status aborted_;
+};
+
+}  // namespace llmrt
