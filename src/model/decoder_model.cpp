@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <optional>
 
 #include "backend/weight_parts.h"
 #include "core/fp8.h"
 #include "core/logging.h"
 #include "core/thread_pool.h"
+#include "model/tensor_parallel.h"
 
 namespace llmrt {
 namespace {
@@ -28,15 +30,66 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& conf
                                                          Backend& backend, const DecoderModelOptions& options) {
   if (options.fp8_products && !backend.supportsFp8Weights())
     return unimplemented("quantization fp8: backend " + backend.name() + " has no FP8 products; use quantization none");
-  std::unique_ptr<DecoderModel> m(new DecoderModel(config, backend));
-  LLMRT_RETURN_IF_ERROR(m->loadWeights(weights, options));
+  ModelConfig local = config;
+  if (options.comm != nullptr && options.comm->size() > 1) {
+    if (config.decoder.num_experts > 0)
+      return unimplemented("tensor parallelism: mixture-of-experts models are not sharded yet");
+    LLMRT_ASSIGN_OR_RETURN(const TensorParallelPlan plan, planTensorParallel(config, options.comm->size()));
+    local.num_attention_heads = plan.q_heads;
+    local.num_key_value_heads = plan.kv_heads;
+    local.intermediate_size = config.intermediate_size / plan.tp;
+  }
+  std::unique_ptr<DecoderModel> m(new DecoderModel(local, backend));
+  if (options.comm != nullptr && options.comm->size() > 1) m->comm_ = options.comm;
+  LLMRT_RETURN_IF_ERROR(m->loadWeights(config, weights, options));
   m->rope_ = computeRopeTable(config, config.max_position_embeddings);
   return m;
 }
 
-Status DecoderModel::loadWeights(const WeightSource& weights, const DecoderModelOptions& options) {
-  const ModelConfig& c = config_;
+namespace {
+
+// Rank's share of a weight given as `parts` (concatenated along dim 0 to `full`), as float32.
+std::vector<float> shardRows(std::span<const TensorView> parts, const Shape& full, const WeightShard& shard,
+                             Shape* shape) {
+  const int64_t rows = full[0], cols = full.rank() >= 2 ? full[1] : 1;
+  std::vector<float> all(static_cast<size_t>(rows * cols));
+  int64_t at = 0;
+  for (const TensorView& p : parts) {
+    convertToF32(p.data, p.dtype, all.data() + at, static_cast<size_t>(p.numel()));
+    at += p.numel();
+  }
+  std::vector<float> out;
+  if (shard.axis == ShardAxis::kRows) {
+    int64_t n = 0;
+    for (const IndexRange& r : shard.ranges) {
+      out.insert(out.end(), all.begin() + r.begin * cols, all.begin() + r.end * cols);
+      n += r.size();
+    }
+    *shape = full;
+    (*shape)[0] = n;
+  } else {
+    int64_t n = 0;
+    for (const IndexRange& r : shard.ranges) n += r.size();
+    out.reserve(static_cast<size_t>(rows * n));
+    for (int64_t i = 0; i < rows; ++i)
+      for (const IndexRange& r : shard.ranges)
+        out.insert(out.end(), all.begin() + i * cols + r.begin, all.begin() + i * cols + r.end);
+    *shape = Shape{rows, n};
+  }
+  return out;
+}
+
+}  // namespace
+
+Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& weights,
+                                 const DecoderModelOptions& options) {
+  const ModelConfig& c = full;  // the checkpoint's shapes
   DecoderWeightReader reader(c, weights);
+  std::optional<TensorParallelPlan> plan;
+  if (comm_ != nullptr) {
+    LLMRT_ASSIGN_OR_RETURN(plan, planTensorParallel(c, comm_->size()));
+  }
+  std::vector<float> shard_buf;
   using W = DecoderWeight;
   auto fp8 = [&](W w) {
     return options.fp8_products && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown ||
@@ -51,8 +104,20 @@ Status DecoderModel::loadWeights(const WeightSource& weights, const DecoderModel
     if (!decoderWeightPresent(w, c, layer)) return Status::ok();
     LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
     const std::string name = decoderWeightName(w, layer);
+    bool borrowable = reader.lastPartsBorrowable();
+    if (plan) {
+      const WeightShard shard = weightShard(*plan, c, w, comm_->rank());
+      if (shard.axis != ShardAxis::kReplicated) {
+        // Tensor parallelism: the rank's rows or columns, gathered into one float32 part.
+        LLMRT_ASSIGN_OR_RETURN(const Shape shape, fusedWeightShape(parts, name));
+        Shape part_shape;
+        shard_buf = shardRows(parts, shape, shard, &part_shape);
+        parts = {TensorView(shard_buf.data(), DType::kF32, part_shape)};
+        borrowable = false;
+      }
+    }
     if (!fp8(w)) {
-      LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(parts, name, reader.lastPartsBorrowable()));
+      LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(parts, name, borrowable));
       return Status::ok();
     }
     // FP8: the parts' rows quantized one after another into one [rows, in] matrix.
@@ -74,6 +139,14 @@ Status DecoderModel::loadWeights(const WeightSource& weights, const DecoderModel
   LLMRT_RETURN_IF_ERROR(load(W::kFinalNorm, 0, final_norm_));
   LLMRT_RETURN_IF_ERROR(load(W::kFinalNormBias, 0, final_norm_b_));
   lm_head_ = embed_;  // tied unless the checkpoint has its own
+  vocab_rows_ = c.vocab_size;
+  if (plan) {
+    // A tied head: this rank's rows of the (replicated) embedding.
+    vocab_rows_ = plan->vocab;
+    const IndexRange rows = weightShard(*plan, c, W::kLmHead, comm_->rank()).ranges[0];
+    lm_head_.data = static_cast<char*>(embed_.data) + rows.begin * embed_.strides[0] * dtypeSize(embed_.dtype);
+    lm_head_.shape = Shape{vocab_rows_, c.hidden_size};
+  }
   LLMRT_RETURN_IF_ERROR(load(W::kLmHead, 0, lm_head_));
   LLMRT_RETURN_IF_ERROR(load(W::kLmHeadBias, 0, lm_head_b_));
   layers_.resize(static_cast<size_t>(c.num_hidden_layers));
@@ -113,6 +186,11 @@ Status DecoderModel::loadWeights(const WeightSource& weights, const DecoderModel
   if (c.decoder.positions == PositionEncoding::kAlibi) {
     extras.alibi_slopes = alibiSlopes(c.num_attention_heads);
     for (float& s : extras.alibi_slopes) s = static_cast<float>(s * c.decoder.alibi_slope_multiplier);
+    if (plan) {  // the rank's heads' slopes
+      const auto q0 = static_cast<std::ptrdiff_t>(comm_->rank() * plan->q_heads);
+      extras.alibi_slopes = std::vector<float>(extras.alibi_slopes.begin() + q0,
+                                               extras.alibi_slopes.begin() + q0 + plan->q_heads);
+    }
   }
   if (!extras.empty()) LLMRT_RETURN_IF_ERROR(backend_.setAttentionExtras(extras));
   std::vector<int32_t> windows;
@@ -155,6 +233,8 @@ enum Slot : int {
   kNormed2,    // parallel with two norms: the MLP's normed input [T, hidden]
   kRouterLogits,  // mixture of experts [T, num_experts]
   kSharedGate,    // the shared expert's gate [T, 1]
+  kPartial,       // tensor parallelism: a row-parallel product's partial sum [T, hidden]
+  kLocalLogits,   // tensor parallelism: the rank's vocabulary shard of the logits [R, vocab / tp]
   kNumSlots
 };
 
@@ -179,7 +259,7 @@ Status DecoderModel::reserveActivations(int64_t max_tokens, int64_t max_logit_ro
   const std::pair<int64_t, int64_t> shapes[kNumSlots] = {
       {T, H}, {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, up}, {T, act}, {R, H}, {R, H}, {R, c.vocab_size},
       {wiring == ResidualWiring::kSandwich || SI > 0 ? T : 0, H}, {wiring == ResidualWiring::kParallelTwoNorms ? T : 0, H},
-      {moe ? T : 0, d.num_experts}, {SI > 0 ? T : 0, 1}};
+      {moe ? T : 0, d.num_experts}, {SI > 0 ? T : 0, 1}, {comm_ ? T : 0, H}, {comm_ ? R : 0, vocab_rows_}};
   for (int slot = 0; slot < kNumSlots; ++slot) {
     if (shapes[slot].first == 0) continue;
     if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second, slotDtype(slot)).data == nullptr)
@@ -191,10 +271,12 @@ Status DecoderModel::reserveActivations(int64_t max_tokens, int64_t max_logit_ro
 
 Result<TensorView> DecoderModel::forward(const StepInputs& in, const StepLayout& layout) {
   LLMRT_RETURN_IF_ERROR(backend_.beginStep(in));
+  tp_error_ = Status::ok();
   if (layout.record)
     backend_.recordOrReplay(static_cast<uint64_t>(layout.rows), [&] { run(layout.rows, layout.logit_rows); });
   else
     run(layout.rows, layout.logit_rows);
+  if (!tp_error_.isOk()) return tp_error_;
   if (layout.real_logit_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, config_.vocab_size});
   TensorView logits = backend_.scratch(8, layout.logit_rows, config_.vocab_size);
   logits.shape = Shape{layout.real_logit_rows, config_.vocab_size};
@@ -243,7 +325,8 @@ void DecoderModel::run(int64_t T, int64_t R) {
   backend_.embedding(embed_, x);
   if (d.embedding_multiplier != 1.0) backend_.scaleSoftcap(x, static_cast<float>(d.embedding_multiplier), 0.0f);
   if (pos_embed_.data != nullptr) backend_.addPositionEmbedding(pos_embed_, x);
-  if (d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0) {
+  if (d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0 &&
+      comm_ == nullptr) {
     runFusedRmsLayers(x, h, qkv, attn_out, buf(kUp, T, d.mlp_gated ? 2 * I : I), buf(kAct, T, I));
   } else {
     for (size_t li = 0; li < layers_.size(); ++li) runLayer(layers_[li], static_cast<int64_t>(li), x, h, qkv, attn_out, T);
@@ -254,7 +337,31 @@ void DecoderModel::run(int64_t T, int64_t R) {
   TensorView logits = buf(kLogits, R, c.vocab_size);
   backend_.gatherLogitRows(x, last);
   norm(last, final_norm_, final_norm_b_, last_norm);
-  backend_.linear(last_norm, lm_head_, optional(lm_head_b_), logits);
+  if (comm_ == nullptr) {
+    backend_.linear(last_norm, lm_head_, optional(lm_head_b_), logits);
+  } else {
+    // The rank's vocabulary shard, gathered from every rank into [R, vocab] (rank r's columns
+    // [r * vocab / tp, (r + 1) * vocab / tp)).
+    TensorView local = buf(kLocalLogits, R, vocab_rows_);
+    backend_.linear(last_norm, lm_head_, optional(lm_head_b_), local);
+    const size_t n = static_cast<size_t>(R * vocab_rows_), tp = static_cast<size_t>(comm_->size());
+    host_.resize(n);
+    gathered_.resize(n * tp);
+    Status st = backend_.copyToHost(local, host_.data());
+    if (st.isOk()) st = comm_->allGather(host_.data(), static_cast<int64_t>(n), gathered_.data());
+    if (!st.isOk()) {
+      comm_->abort(st);
+      if (tp_error_.isOk()) tp_error_ = st;
+      return;
+    }
+    host_.resize(n * tp);
+    for (size_t r = 0; r < tp; ++r)
+      for (int64_t row = 0; row < R; ++row)
+        std::copy_n(gathered_.data() + r * n + static_cast<size_t>(row * vocab_rows_), vocab_rows_,
+                    host_.data() + static_cast<size_t>(row * c.vocab_size) + r * static_cast<size_t>(vocab_rows_));
+    st = backend_.copyFromHost(host_.data(), logits);
+    if (!st.isOk() && tp_error_.isOk()) tp_error_ = st;
+  }
   if (d.final_logit_softcap > 0) backend_.scaleSoftcap(logits, 1.0f, static_cast<float>(d.final_logit_softcap));
 }
 
@@ -291,7 +398,7 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
     TensorView up = buf(kUp, d.mlp_gated ? 2 * I : I), act = buf(kAct, I);
     backend_.linear(h, L.up_w, optional(L.up_b), up);
     mlpActivation(up, act);
-    backend_.linearAdd(act, L.down_w, optional(L.down_b), x);
+    rowParallelAdd(act, L.down_w, L.down_b, x, T);
     return;
   }
   TensorView logits = buf(kRouterLogits, d.num_experts);
@@ -309,6 +416,35 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
   backend_.sigmoidGatedAdd(out, gate, x);
 }
 
+void DecoderModel::allReduce(TensorView t) {
+  if (!tp_error_.isOk()) return;
+  const size_t n = static_cast<size_t>(t.shape[0] * t.shape[t.shape.rank() - 1]);
+  host_.resize(n);
+  Status st = backend_.copyToHost(t, host_.data());
+  if (st.isOk()) st = comm_->allReduceSum(host_.data(), static_cast<int64_t>(n));
+  if (st.isOk()) st = backend_.copyFromHost(host_.data(), t);
+  if (!st.isOk()) {
+    comm_->abort(st);  // (the other ranks must not wait for this one)
+    tp_error_ = st;
+  }
+}
+
+void DecoderModel::rowParallel(const TensorView& in, const TensorView& w, const TensorView& b, TensorView out) {
+  backend_.linear(in, w, comm_ == nullptr || comm_->rank() == 0 ? optional(b) : nullptr, out);
+  if (comm_ != nullptr) allReduce(out);
+}
+
+void DecoderModel::rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x,
+                                  int64_t tokens) {
+  if (comm_ == nullptr) {
+    backend_.linearAdd(in, w, optional(b), x);
+    return;
+  }
+  TensorView partial = backend_.scratch(kPartial, tokens, config_.hidden_size, DType::kF32);
+  rowParallel(in, w, b, partial);
+  backend_.add(partial, x);
+}
+
 void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorView h, TensorView qkv,
                             TensorView attn_out, int64_t T) {
   const int64_t H = config_.hidden_size;
@@ -317,18 +453,18 @@ void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorV
   attention(L, layer, qkv, attn_out);
   switch (config_.decoder.residual) {
     case ResidualWiring::kSequential:  // LayerNorm families and mixtures of experts
-      backend_.linearAdd(attn_out, L.o_w, optional(L.o_b), x);
+      rowParallelAdd(attn_out, L.o_w, L.o_b, x, T);
       norm(x, L.mlp_norm, L.mlp_norm_b, h);
       mlpAdd(L, h, x, T);
       return;
     case ResidualWiring::kParallel:  // both branches read n1 of the block's input
-      backend_.linearAdd(attn_out, L.o_w, optional(L.o_b), x);
+      rowParallelAdd(attn_out, L.o_w, L.o_b, x, T);
       mlpAdd(L, h, x, T);
       return;
     case ResidualWiring::kParallelTwoNorms: {  // the MLP reads n2 of the block's input
       TensorView h2 = backend_.scratch(kNormed2, T, H, slotDtype(kNormed2));
       norm(x, L.mlp_norm, L.mlp_norm_b, h2);
-      backend_.linearAdd(attn_out, L.o_w, optional(L.o_b), x);
+      rowParallelAdd(attn_out, L.o_w, L.o_b, x, T);
       mlpAdd(L, h2, x, T);
       return;
     }
@@ -336,13 +472,13 @@ void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorV
       const int64_t I = config_.intermediate_size;
       TensorView branch = backend_.scratch(kBranch, T, H, slotDtype(kBranch));
       TensorView up = backend_.scratch(kUp, T, 2 * I, slotDtype(kUp)), act = backend_.scratch(kAct, T, I, slotDtype(kAct));
-      backend_.linear(attn_out, L.o_w, optional(L.o_b), branch);
+      rowParallel(attn_out, L.o_w, L.o_b, branch);
       norm(branch, L.mlp_norm, L.mlp_norm_b, h);
       backend_.add(h, x);
       norm(x, L.pre_mlp_norm, TensorView(), h);
       backend_.linear(h, L.up_w, optional(L.up_b), up);
       mlpActivation(up, act);
-      backend_.linear(act, L.down_w, optional(L.down_b), branch);
+      rowParallel(act, L.down_w, L.down_b, branch);
       norm(branch, L.post_mlp_norm, TensorView(), h);
       backend_.add(h, x);
       return;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/comm/communicator.h"
 #include "llmrt/model_config.h"
 #include "loader/decoder_weights.h"
 #include "model/rope.h"
@@ -29,6 +30,12 @@ struct DecoderModelOptions {
   // The layers' dense product matrices (q/k/v, o, the MLP's, the shared expert's) as FP8 weights
   // (Backend::loadFp8Weight): each row quantized by core/fp8.h's rule at load.
   bool fp8_products = false;
+  // Tensor parallelism: this model is rank comm->rank() of comm->size() (model/tensor_parallel.h);
+  // it loads its share of the weights, and each step's forward must run on every rank of the
+  // group at once (one thread each), with the same inputs. Null: one rank. Mixture-of-experts
+  // models are not sharded yet. The row-parallel products' partial sums and the LM head's
+  // vocabulary shards pass through the host (Backend::copyToHost), so this serves CPU ranks.
+  Communicator* comm = nullptr;
 };
 
 class DecoderModel {
@@ -37,6 +44,8 @@ class DecoderModel {
   static Result<std::unique_ptr<DecoderModel>> load(const ModelConfig& config, const WeightSource& weights,
                                                     Backend& backend, const DecoderModelOptions& options = {});
 
+  // The model's config; with tensor parallelism the rank's share: num_attention_heads,
+  // num_key_value_heads and intermediate_size per rank (what its KV pool and buffers hold).
   const ModelConfig& config() const { return config_; }
 
   // The attention window of every layer (tokens; 0 = full attention), as
@@ -82,7 +91,13 @@ class DecoderModel {
   };
 
   DecoderModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
-  Status loadWeights(const WeightSource& weights, const DecoderModelOptions& options);
+  Status loadWeights(const ModelConfig& full, const WeightSource& weights, const DecoderModelOptions& options);
+  // Tensor parallelism: out = in W^T (+ bias, rank 0 only) summed over the ranks (a row-parallel
+  // product), or that added to x; one rank: linear / linearAdd.
+  void rowParallel(const TensorView& in, const TensorView& w, const TensorView& b, TensorView out);
+  void rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x, int64_t tokens);
+  // Sums `t` (F32) over the ranks, through the host.
+  void allReduce(TensorView t);
   // The ops of one step after beginStep: embedding, the layers, the logits rows.
   void run(int64_t tokens, int64_t logit_rows);
   // Llama-style blocks (RMSNorm, sequential): products chained through linearAddNormLinear.
@@ -103,6 +118,11 @@ class DecoderModel {
   std::vector<Layer> layers_;
   RopeTable rope_;  // length-independent table (all but dynamic NTK)
   int64_t step_window_ = 0;  // the widest layer window, 0 when a layer attends fully
+  Communicator* comm_ = nullptr;  // tensor parallelism (DecoderModelOptions::comm)
+  int64_t vocab_rows_ = 0;        // the LM head rows this rank holds (the vocabulary without tensor parallelism)
+  Status tp_error_;               // the first failed collective of a step
+  std::vector<float> host_;       // collectives' host copies
+  std::vector<float> gathered_;
 };
 
 }  // namespace llmrt

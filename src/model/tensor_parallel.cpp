@@ -76,12 +76,11 @@ WeightShard weightShard(const TensorParallelPlan& p, const ModelConfig& c, Decod
       return {ShardAxis::kRows, gated(c.decoder.shared_expert_intermediate_size, 0)};
     case W::kSharedDown:
       return {ShardAxis::kCols, {share(c.decoder.shared_expert_intermediate_size, tp, rank)}};
-    case W::kEmbed:
     case W::kLmHead:
     case W::kLmHeadBias:
       return {ShardAxis::kRows, {share(c.vocab_size, tp, rank)}};
     default:
-      return {};  // norms and their biases, o / down biases, learned positions, routers, the shared gate
+      return {};  // the embedding, norms and their biases, o / down biases, learned positions, routers, the shared gate
   }
 }
 

@@ -1,9 +1,9 @@
 // How a model's weights split over `tp` tensor-parallel ranks (Megatron's scheme, on the model's
 // layout of decoder_weights.h): products whose outputs split are column-parallel (their rows:
 // q/k/v by attention heads, gate|up and the experts' gate|up by intermediate features), products
-// whose inputs split are row-parallel (their columns: o, down, the experts' down), the embedding
-// and the LM head are vocab-parallel (rows), everything else (norms, routers, the o / down biases,
-// added once after the all-reduce) is replicated. With fewer KV heads than ranks each KV head is
+// whose inputs split are row-parallel (their columns: o, down, the experts' down), the LM head is
+// vocab-parallel (rows; a tied head is the rank's rows of the embedding), everything else (the
+// embedding, norms, routers, the o / down biases, added once) is replicated. With fewer KV heads than ranks each KV head is
 // replicated on the tp / num_key_value_heads ranks whose query heads use it.
 //
 // Uneven splits are refused with the field and its value: num_attention_heads, intermediate sizes
@@ -40,7 +40,7 @@ struct TensorParallelPlan {
   int64_t q_heads = 0;         // query heads per rank
   int64_t kv_heads = 0;        // KV heads per rank (1 when replicated)
   bool kv_replicated = false;  // num_key_value_heads < tp
-  int64_t vocab = 0;           // embedding / LM head rows per rank
+  int64_t vocab = 0;           // LM head rows per rank
 };
 
 // The plan for `config` over `tp` ranks (tp >= 1), or an InvalidArgument naming the field that

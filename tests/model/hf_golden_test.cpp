@@ -12,17 +12,6 @@
 namespace llmrt::test {
 namespace {
 
-std::string goldenDir() { return std::string(LLMRT_TEST_DATA) + "/golden"; }
-
-std::vector<std::string> goldenModels() {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(goldenDir(), ec))
-    if (e.is_directory() && std::filesystem::exists(e.path() / "golden.json")) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 TEST(HfGolden, FixturesPresent) {
   // The fixtures are committed; their absence means a broken checkout.
   EXPECT_GE(goldenModels().size(), 4u) << "expected committed fixtures under " << goldenDir();

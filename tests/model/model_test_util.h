@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,18 @@
 namespace llmrt::test {
 
 inline std::string sharedTestdata() { return LLMRT_SHARED_TESTDATA; }
+
+// The committed transformers fixtures (tests/data/golden/<name>/ with config.json, weights and
+// golden.json), by name.
+inline std::string goldenDir() { return std::string(LLMRT_TEST_DATA) + "/golden"; }
+inline std::vector<std::string> goldenModels() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(goldenDir(), ec))
+    if (e.is_directory() && std::filesystem::exists(e.path() / "golden.json")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 struct LoadedModel {
   ModelConfig config;
@@ -57,7 +70,8 @@ inline Result<LoadedModel> loadModel(const std::string& dir, int64_t num_blocks 
   LLMRT_ASSIGN_OR_RETURN(
       m.model,
       DecoderModel::load(m.config, [store](const std::string& n) { return store->tensor(n); }, *m.backend, options));
-  KvPoolGeometry g{num_blocks, m.config.num_hidden_layers, m.config.num_key_value_heads, m.config.head_dim,
+  // (The model's own KV heads: a tensor-parallel rank holds its share.)
+  KvPoolGeometry g{num_blocks, m.config.num_hidden_layers, m.model->config().num_key_value_heads, m.config.head_dim,
                    tokens_per_block, DType::kF32};
   LLMRT_RETURN_IF_ERROR(m.backend->allocateKvPools(g, 0));
   m.tokens_per_block = tokens_per_block;
