@@ -113,6 +113,11 @@ struct EngineConfig {
   int64_t max_seq_len = 0;           // prompt + generated tokens; 0 = the model's max_position_embeddings
   // CPU backend threads, OpenBLAS's included; 0 = every core the process may use.
   int32_t num_threads = 0;
+  // Tensor parallelism: the model's weights split over this many ranks (docs/parallelism.md),
+  // one thread each, under one scheduler and KV cache manager; in [1, 64]. Ranks are CPU ranks
+  // for now (backend cpu; each rank its own CPU backend of num_threads / size threads);
+  // mixture-of-experts models are not sharded yet.
+  int32_t tensor_parallel_size = 1;
   // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding
   // step N's tokens (greedy or sampled on the device, penalties and logprobs included) to step
   // N+1 on the device; step N's results are handled while N+1 runs. A sequence that step N

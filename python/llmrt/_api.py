@@ -20,13 +20,13 @@ _ENGINE_KWARGS = {
     "max_batch_size": "max_batch_size", "max_num_tokens": "max_num_tokens", "max_seq_len": "max_seq_len",
     "max_input_len": "max_input_len", "num_threads": "num_threads", "iter_stats_max_iterations":
     "iter_stats_max_iterations", "cuda_tuning": "cuda_tuning", "overlap": "overlap",
-    "quantization": "quantization",
+    "quantization": "quantization", "tensor_parallel_size": "tensor_parallel_size",
 }
 # tensorrt_llm's backend names run llmrt's automatic choice (CUDA when a GPU is there).
 _TRT_BACKENDS = {"pytorch", "tensorrt", "trt", "_autodeploy"}
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
 # Keywords accepted for compatibility when left at these values.
-_COMPAT_KWARGS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "trust_remote_code": None,
+_COMPAT_KWARGS = {"pipeline_parallel_size": 1, "trust_remote_code": None,
                   "skip_tokenizer_init": False, "tokenizer_mode": "auto", "revision": None,
                   "tokenizer_revision": None, "enable_iter_perf_stats": None, "enable_attention_dp": False,
                   "speculative_config": None, "lora_config": None, "quant_config": None,
@@ -71,7 +71,8 @@ class LLM:
     ("auto", "bfloat16", "float16", "float32"), max_batch_size, max_num_tokens, max_seq_len,
     max_input_len, kv_cache_config, scheduler_config, enable_chunked_prefill,
     disable_overlap_scheduler, iter_stats_max_iterations, quantization ("auto", "none", "fp8", as
-    vLLM's), and llmrt's own num_threads, overlap ("auto", "on", "off"), cuda_tuning ("key=value,..."). None keeps llmrt's default. Bad values
+    vLLM's), tensor_parallel_size (CPU ranks for now), and llmrt's own num_threads, overlap
+    ("auto", "on", "off"), cuda_tuning ("key=value,..."). None keeps llmrt's default. Bad values
     raise ValueError naming the field; unknown keywords raise TypeError."""
 
     def __init__(self, model: str, *, backend: Optional[str] = None, dtype: str = "auto",
@@ -113,9 +114,9 @@ class LLM:
                 near = difflib.get_close_matches(name, known, n=1)
                 raise TypeError(f"LLM got an unexpected keyword argument '{name}'"
                                 + (f", did you mean '{near[0]}'?" if near else ""))
-        for name in ("tensor_parallel_size", "pipeline_parallel_size"):
-            if kwargs.get(name, 1) != 1:
-                raise ValueError(f"LLM: field '{name}' has value {kwargs[name]!r}; llmrt runs on one GPU (1)")
+        if kwargs.get("pipeline_parallel_size", 1) != 1:
+            raise ValueError(f"LLM: field 'pipeline_parallel_size' has value {kwargs['pipeline_parallel_size']!r}; "
+                             "llmrt has no pipeline parallelism (1)")
         for name in ("speculative_config", "lora_config", "quant_config", "build_config"):
             if kwargs.get(name) is not None:
                 raise ValueError(f"LLM: field '{name}' is not supported by llmrt; leave it None")

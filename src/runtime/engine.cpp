@@ -4,14 +4,17 @@
 
 #include <algorithm>
 
+#include "backend/comm/in_process_communicator.h"
 #include "backend/cpu/cpu_backend.h"
 #if LLMRT_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
 #include "core/logging.h"
+#include "core/thread_pool.h"
 #include "kv/kv_cache_sizing.h"
 #include "runtime/step_builder.h"
 #include "model/attention_windows.h"
+#include "model/tensor_parallel.h"
 
 namespace llmrt {
 
@@ -60,6 +63,10 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
   const ModelConfig& model = dir.config;
   constexpr std::string_view kWhere = "EngineConfig";
 
+  if (c.backend == BackendKind::kAuto && c.tensor_parallel_size > 1) {
+    c.backend = BackendKind::kCpu;
+    r.notes.push_back("backend auto: tensor_parallel_size > 1 runs CPU ranks");
+  }
   if (c.backend == BackendKind::kAuto) {
     c.backend = cudaBackendAvailable() ? BackendKind::kCuda : BackendKind::kCpu;
     r.notes.push_back(c.backend == BackendKind::kCuda ? "backend auto: a GPU is present"
@@ -83,6 +90,14 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
   r.fp8_products = c.quantization == Quantization::kFp8;
   if (r.fp8_products && model.decoder.num_experts > 0)
     r.notes.push_back("quantization fp8: the experts of mixture-of-experts layers stay 16-bit");
+  if (c.tensor_parallel_size > 1) {
+    LLMRT_RETURN_IF_ERROR(planTensorParallel(model, c.tensor_parallel_size).status());
+    if (model.decoder.num_experts > 0)
+      return fieldError(kWhere, "tensor_parallel_size", std::to_string(c.tensor_parallel_size),
+                        "1 for a mixture-of-experts model (their experts are not sharded yet)");
+    if (c.overlap == OverlapMode::kOn) r.notes.push_back("overlap off: tensor-parallel ranks run steps in lockstep");
+    c.overlap = OverlapMode::kOff;
+  }
   if (c.overlap == OverlapMode::kAuto) c.overlap = c.backend == BackendKind::kCuda ? OverlapMode::kOn : OverlapMode::kOff;
 
   const int64_t positions = model.max_position_embeddings;
@@ -210,8 +225,27 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   const WeightStore* weights = &e->dir_.weights;
   DecoderModelOptions model_options;
   model_options.fp8_products = e->resolved_.fp8_products;
-  LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, [weights](const std::string& n) { return weights->tensor(n); },
-                                                     *e->backend_, model_options));
+  const WeightSource source = [weights](const std::string& n) { return weights->tensor(n); };
+  const int tp = rc.tensor_parallel_size;
+  std::vector<PeerRanks::Rank> peers;
+  std::vector<std::unique_ptr<Communicator>> comms;
+  if (tp > 1) {
+    // CPU ranks: rank 0 is the engine's backend and model; ranks 1.. get their own, each with
+    // its share of the threads.
+    LLMRT_ASSIGN_OR_RETURN(comms, makeInProcessGroup(tp));
+    model_options.comm = comms[0].get();
+    const int threads = std::max(1, (rc.num_threads > 0 ? rc.num_threads : availableCores()) / tp);
+    for (int r = 1; r < tp; ++r) {
+      PeerRanks::Rank rank;
+      rank.backend = std::make_unique<CpuBackend>(threads);
+      DecoderModelOptions o = model_options;
+      o.comm = comms[static_cast<size_t>(r)].get();
+      LLMRT_ASSIGN_OR_RETURN(rank.model, DecoderModel::load(cfg, source, *rank.backend, o));
+      LLMRT_RETURN_IF_ERROR(rank.model->setAttentionWindows(windows.per_layer));
+      peers.push_back(std::move(rank));
+    }
+  }
+  LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, source, *e->backend_, model_options));
   LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
   LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
                  formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());
@@ -233,16 +267,18 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   const DType kv_dtype = e->backend_->preferredKvDtype();
   KvCacheLayout layout;
   layout.num_layers = static_cast<int32_t>(cfg.num_hidden_layers);
-  layout.num_kv_heads = static_cast<int32_t>(cfg.num_key_value_heads);
+  layout.num_kv_heads = static_cast<int32_t>(e->model_->config().num_key_value_heads);  // (a rank's share)
   layout.head_dim = static_cast<int32_t>(cfg.head_dim);
   layout.dtype = kv_dtype;
   layout.max_sequence_length = static_cast<int32_t>(rc.max_seq_len);
   BackendMemoryReporter memory(*e->backend_);
   const KvCacheConfig& kv_config = rc.kv_cache_config;
   LLMRT_ASSIGN_OR_RETURN(KvCacheSizing sizing, computeKvCacheSizing(kv_config, layout, memory));
-  KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim,
-                          sizing.tokens_per_block, kv_dtype};
+  KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, e->model_->config().num_key_value_heads,
+                          cfg.head_dim, sizing.tokens_per_block, kv_dtype};
   LLMRT_RETURN_IF_ERROR(e->backend_->allocateKvPools(geometry, sizing.num_secondary_blocks));
+  for (PeerRanks::Rank& r : peers)  // every rank's pool holds its KV heads under the same block ids
+    LLMRT_RETURN_IF_ERROR(r.backend->allocateKvPools(geometry, sizing.num_secondary_blocks));
   if (const BackendMemoryStats m = e->backend_->memoryStats(); m.device_total > 0) {
     LLMRT_LOG_INFO("[MemUsage] %s: weights %s, workspace pool %s reserved (%s in use, peak %s), KV cache %s on the "
                    "device + %s pinned on the host; device free %s of %s",
@@ -255,7 +291,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   KvCacheManagerOptions kv_options;
   kv_options.attention_window = windows.kv_window;  // blocks outside every layer's window are released
   LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing, kv_options));
-  e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, e->eos_ids_);
+  if (tp > 1) {
+    e->peers_ = std::make_unique<PeerRanks>(std::move(comms), std::move(peers));
+    LLMRT_LOG_INFO("[TensorParallel] %d CPU ranks, one thread each", tp);
+  }
+  e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, e->eos_ids_, e->peers_.get());
   return e;
 }
 

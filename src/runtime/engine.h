@@ -18,6 +18,7 @@
 #include "model/attention_windows.h"
 #include "model/decoder_model.h"
 #include "runtime/model_runner.h"
+#include "runtime/peer_ranks.h"
 
 namespace llmrt {
 
@@ -87,6 +88,7 @@ class Engine {
   std::unique_ptr<DecoderModel> model_;
   std::unique_ptr<KvCacheManager> kv_;
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<PeerRanks> peers_;  // tensor parallelism: ranks 1.. (their threads stop before model_ goes)
   std::unique_ptr<ModelRunner> runner_;
   std::vector<TokenId> eos_ids_;
   std::optional<TokenId> bos_id_;

@@ -38,8 +38,8 @@ bool ModelRunner::plainGreedy(const StepSequence& s) {
          (p.min_tokens == 0 || s.state->numGenerated() >= p.min_tokens);
 }
 
-ModelRunner::ModelRunner(DecoderModel& model, Backend& backend, std::vector<TokenId> eos_ids)
-    : model_(model), backend_(backend), eos_ids_(std::move(eos_ids)) {}
+ModelRunner::ModelRunner(DecoderModel& model, Backend& backend, std::vector<TokenId> eos_ids, PeerRanks* peers)
+    : model_(model), backend_(backend), peers_(peers), eos_ids_(std::move(eos_ids)) {}
 
 Result<std::vector<StepSequenceResult>> ModelRunner::step(std::span<const StepSequence> seqs,
                                                           std::span<const KvBlockCopy> copies) {
@@ -78,7 +78,10 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, std::span<const K
                            bool allow_async) {
   if (pending_.size() >= 2) return failedPrecondition("launch: two launches are not collected yet");
   // 1. The plan's block copies (onboards, offloads, partial reuse).
-  if (!copies.empty()) LLMRT_RETURN_IF_ERROR(backend_.copyKvBlocks(copies).withContext("KV block copies"));
+  if (!copies.empty()) {
+    LLMRT_RETURN_IF_ERROR(backend_.copyKvBlocks(copies).withContext("KV block copies"));
+    if (peers_) LLMRT_RETURN_IF_ERROR(peers_->copyKvBlocks(copies).withContext("KV block copies"));
+  }
 
   // 2. The packed batch.
   ForwardBatch batch;
@@ -111,7 +114,14 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, std::span<const K
   // 3. Forward (the scheduler marks the KV computed once the launch is done).
   StepLayout layout;
   LLMRT_ASSIGN_OR_RETURN(const StepInputs inputs, step_builder_.build(batch, model_, backend_, &layout));
-  LLMRT_ASSIGN_OR_RETURN(TensorView logits, model_.forward(inputs, layout));
+  if (peers_) peers_->start(inputs, layout);  // (the other ranks run the same step alongside)
+  Result<TensorView> forward = model_.forward(inputs, layout);
+  if (peers_) {
+    if (!forward.isOk()) peers_->abort(forward.status());
+    const Status peer = peers_->wait();
+    if (forward.isOk() && !peer.isOk()) return peer;
+  }
+  LLMRT_ASSIGN_OR_RETURN(TensorView logits, std::move(forward));
   fed_rows_.clear();
 
   // 4. An async launch: the tokens stay on the backend for the next step and come back later.

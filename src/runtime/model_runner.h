@@ -18,6 +18,7 @@
 #include "model/decoder_model.h"
 #include "runtime/device_sampling.h"
 #include "runtime/forward_batch.h"
+#include "runtime/peer_ranks.h"
 #include "runtime/step_builder.h"
 #include "sampling/sampler.h"
 #include "sampling/sequence_state.h"
@@ -51,7 +52,9 @@ struct StepSequenceResult {
 
 class ModelRunner {
  public:
-  ModelRunner(DecoderModel& model, Backend& backend, std::vector<TokenId> eos_ids);
+  // `peers`: a tensor-parallel engine's other ranks (model and backend are rank 0's); every step's
+  // forward and KV block copies run on them too.
+  ModelRunner(DecoderModel& model, Backend& backend, std::vector<TokenId> eos_ids, PeerRanks* peers = nullptr);
 
   // Runs one step to completion: launch(seqs, copies, false) then collect(). Fails as a whole
   // only when the model or the KV copies fail.
@@ -108,6 +111,7 @@ class ModelRunner {
 
   DecoderModel& model_;
   Backend& backend_;
+  PeerRanks* peers_ = nullptr;
   StepBuilder step_builder_;  // positions, slots, padding of each step
   std::vector<TokenId> eos_ids_;
   Sampler sampler_;

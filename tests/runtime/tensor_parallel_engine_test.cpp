@@ -1,0 +1,103 @@
+// An engine of 2 CPU ranks (EngineConfig::tensor_parallel_size) against one rank on the bundled
+// model: the same greedy tokens and context logits within float32 reduction order, through the
+// one scheduler and KV cache manager — batched requests, chunked prompts, a reused prefix and the
+// pauses of MAX_UTILIZATION under a small cache. Bad sizes are one-line errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "llmrt/llm.h"
+#include "../test_models.h"
+
+namespace llmrt {
+namespace {
+
+struct RankRun {
+  std::vector<std::vector<TokenId>> tokens;
+  std::vector<std::vector<float>> logits;
+  LlmStats stats;
+};
+
+RankRun generate(LlmArgs args, int tp) {
+  args.model = testmodels::bundledDir();
+  args.backend = BackendKind::kCpu;
+  args.num_threads = 2;
+  args.tensor_parallel_size = tp;
+  auto llm = LLM::create(args);
+  EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+  if (!llm.isOk()) return {};
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = 12;
+  sp.ignore_eos = true;
+  RequestOptions ro;
+  ro.return_context_logits = true;
+  const std::string shared = "The program reads the configuration file and prints the list of packages that";
+  std::vector<Prompt> prompts{Prompt::fromText(shared + " depend on it."), Prompt::fromText("Once upon a time"),
+                              Prompt::fromText(shared + " it needs, one per line."),
+                              Prompt::fromText("A cat sat on the mat and")};
+  auto outs = (*llm)->generate(prompts, {sp}, {ro});
+  EXPECT_TRUE(outs.isOk()) << outs.status().toString();
+  RankRun r;
+  if (!outs.isOk()) return r;
+  r.stats = (*llm)->stats();
+  for (const RequestOutput& o : *outs) {
+    EXPECT_TRUE(o.status.isOk()) << o.status.toString();
+    r.tokens.push_back(o.outputs[0].token_ids);
+    r.logits.push_back(o.context_logits);
+  }
+  return r;
+}
+
+void expectSame(const RankRun& one, const RankRun& two, const std::string& what) {
+  ASSERT_EQ(one.tokens.size(), two.tokens.size()) << what;
+  for (size_t i = 0; i < one.tokens.size(); ++i) {
+    EXPECT_EQ(one.tokens[i], two.tokens[i]) << what << ": request " << i;
+    ASSERT_EQ(one.logits[i].size(), two.logits[i].size()) << what;
+    double max_ref = 0, max_diff = 0;
+    for (size_t j = 0; j < one.logits[i].size(); ++j) {
+      max_ref = std::max(max_ref, std::fabs(static_cast<double>(one.logits[i][j])));
+      max_diff = std::max(max_diff, std::fabs(static_cast<double>(one.logits[i][j]) - two.logits[i][j]));
+    }
+    EXPECT_LE(max_diff, 1e-5 * max_ref) << what << ": request " << i;
+  }
+}
+
+TEST(TensorParallelEngine, TwoCpuRanksGenerateAsOne) {
+  LlmArgs plain;
+  expectSame(generate(plain, 1), generate(plain, 2), "batched");
+  // Prompts in chunks of 8 tokens, the shared prefix's blocks reused, and a cache of 6 blocks of
+  // 8 tokens that makes MAX_UTILIZATION pause and resume requests.
+  LlmArgs tight;
+  tight.max_num_tokens = 8;
+  tight.kv_cache_config.enable_block_reuse = true;
+  tight.kv_cache_config.tokens_per_block = 8;
+  tight.kv_cache_config.max_tokens = 48;
+  tight.scheduler_config.capacity_scheduler_policy = CapacitySchedulerPolicy::kMaxUtilization;
+  const RankRun one = generate(tight, 1), two = generate(tight, 2);
+  expectSame(one, two, "chunked, reused, paused");
+  EXPECT_GT(two.stats.pauses, 0u) << "the small cache should pause requests";
+  EXPECT_GT(two.stats.reused_blocks, 0u) << "the shared prefix should be reused";
+}
+
+TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {
+  LlmArgs args;
+  args.model = testmodels::bundledDir();
+  args.backend = BackendKind::kCpu;
+  args.tensor_parallel_size = 3;  // 2 KV heads
+  auto llm = LLM::create(args);
+  ASSERT_FALSE(llm.isOk());
+  EXPECT_NE(llm.status().message().find("num_key_value_heads 2"), std::string::npos) << llm.status().toString();
+  args.tensor_parallel_size = 0;
+  EXPECT_NE(LLM::create(args).status().message().find("tensor_parallel_size"), std::string::npos);
+  args.tensor_parallel_size = 2;
+  args.backend = BackendKind::kCuda;
+  llm = LLM::create(args);
+  ASSERT_FALSE(llm.isOk());
+  EXPECT_NE(llm.status().message().find("backend cpu"), std::string::npos) << llm.status().toString();
+}
+
+}  // namespace
+}  // namespace llmrt
