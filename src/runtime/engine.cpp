@@ -14,7 +14,6 @@
 #include "kv/kv_cache_sizing.h"
 #include "runtime/step_builder.h"
 #include "model/attention_windows.h"
-#include "model/tensor_parallel.h"
 
 namespace llmrt {
 
@@ -91,10 +90,7 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
   if (r.fp8_products && model.decoder.num_experts > 0)
     r.notes.push_back("quantization fp8: the experts of mixture-of-experts layers stay 16-bit");
   if (c.tensor_parallel_size > 1) {
-    LLMRT_RETURN_IF_ERROR(planTensorParallel(model, c.tensor_parallel_size).status());
-    if (model.decoder.num_experts > 0)
-      return fieldError(kWhere, "tensor_parallel_size", std::to_string(c.tensor_parallel_size),
-                        "1 for a mixture-of-experts model (their experts are not sharded yet)");
+    // (Which models split, and how, is DecoderModel::load's to say: planTensorParallel.)
     if (c.overlap == OverlapMode::kOn) r.notes.push_back("overlap off: tensor-parallel ranks run steps in lockstep");
     c.overlap = OverlapMode::kOff;
   }
@@ -185,9 +181,15 @@ class BackendMemoryReporter final : public KvMemoryReporter {
   const Backend& b_;
 };
 
+// A CPU backend's threads: num_threads (0: every core), shared out among tensor-parallel ranks.
+int cpuThreadsPerRank(const EngineConfig& c) {
+  if (c.tensor_parallel_size <= 1) return c.num_threads;
+  return std::max(1, (c.num_threads > 0 ? c.num_threads : availableCores()) / c.tensor_parallel_size);
+}
+
 Result<std::unique_ptr<Backend>> createBackend(const ResolvedConfig& r) {
   const EngineConfig& c = r.config;
-  if (c.backend == BackendKind::kCpu) return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(c.num_threads));
+  if (c.backend == BackendKind::kCpu) return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(cpuThreadsPerRank(c)));
 #if LLMRT_HAVE_CUDA
   CudaBackendOptions co;
   co.weight_dtype = r.compute_dtype;
@@ -230,14 +232,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   std::vector<PeerRanks::Rank> peers;
   std::vector<std::unique_ptr<Communicator>> comms;
   if (tp > 1) {
-    // CPU ranks: rank 0 is the engine's backend and model; ranks 1.. get their own, each with
-    // its share of the threads.
+    // CPU ranks: rank 0 is the engine's backend and model; ranks 1.. get their own, every rank
+    // with its share of the threads.
     LLMRT_ASSIGN_OR_RETURN(comms, makeInProcessGroup(tp));
     model_options.comm = comms[0].get();
-    const int threads = std::max(1, (rc.num_threads > 0 ? rc.num_threads : availableCores()) / tp);
     for (int r = 1; r < tp; ++r) {
       PeerRanks::Rank rank;
-      rank.backend = std::make_unique<CpuBackend>(threads);
+      rank.backend = std::make_unique<CpuBackend>(cpuThreadsPerRank(rc));
       DecoderModelOptions o = model_options;
       o.comm = comms[static_cast<size_t>(r)].get();
       LLMRT_ASSIGN_OR_RETURN(rank.model, DecoderModel::load(cfg, source, *rank.backend, o));

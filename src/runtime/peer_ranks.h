@@ -35,7 +35,6 @@ class PeerRanks {
   PeerRanks(const PeerRanks&) = delete;
   PeerRanks& operator=(const PeerRanks&) = delete;
 
-  Communicator* rank0Communicator() const { return comms_.front().get(); }
   void start(const StepInputs& inputs, const StepLayout& layout);
   Status wait();
   // Fails every rank's waiting and later collectives (a failed step).

@@ -31,12 +31,9 @@ TEST_P(HfGolden, LogitsAndGreedyMatchTransformers) {
     std::vector<int32_t> ids = c["prompt_ids"].get<std::vector<int32_t>>();
     auto want = readNpy(dir + "/" + c["logits_file"].get<std::string>());
     ASSERT_TRUE(want.isOk()) << want.status().toString();
-    ForwardBatch b;
-    b.add(ids.data(), static_cast<int64_t>(ids.size()), 0, m->allocBlocks(static_cast<int64_t>(ids.size())),
-          LogitsMode::kAll);
-    auto logits = m->forward(b);
+    auto logits = promptLogits(*m, ids);
     ASSERT_TRUE(logits.isOk()) << logits.status().toString();
-    expectClose(toVector(*logits), want->data, 1e-4, 1e-5, GetParam() + " T=" + std::to_string(ids.size()));
+    expectClose(*logits, want->data, 1e-4, 1e-5, GetParam() + " T=" + std::to_string(ids.size()));
 
     // HF's dynamic NTK rotates every key for the current length when it re-runs
     // the whole sequence, which a KV cache cannot do; with a KV cache HF (like

@@ -83,6 +83,15 @@ inline std::vector<float> toVector(const TensorView& t) {
   return std::vector<float>(p, p + t.numel());
 }
 
+// The logits of every position of `ids`, run as one fresh sequence.
+inline Result<std::vector<float>> promptLogits(LoadedModel& m, const std::vector<int32_t>& ids) {
+  ForwardBatch b;
+  b.add(ids.data(), static_cast<int64_t>(ids.size()), 0, m.allocBlocks(static_cast<int64_t>(ids.size())),
+        LogitsMode::kAll);
+  LLMRT_ASSIGN_OR_RETURN(TensorView logits, m.forward(b));
+  return toVector(logits);
+}
+
 inline int32_t argmax(const float* row, int64_t n) {
   return static_cast<int32_t>(std::max_element(row, row + n) - row);
 }

@@ -17,17 +17,15 @@ Result<std::vector<float>> runSteps(LoadedModel& m) {
   const std::vector<int32_t> prompt{1, 5, 9, 2, 30, 17, 4, 8, 11};
   std::vector<int32_t> blocks = m.allocBlocks(16);
   std::vector<float> all;
-  ForwardBatch b;
-  b.add(prompt.data(), static_cast<int64_t>(prompt.size()), 0, blocks, LogitsMode::kAll);
-  LLMRT_ASSIGN_OR_RETURN(TensorView logits, m.forward(b));
-  std::vector<float> v = toVector(logits);
-  all.insert(all.end(), v.begin(), v.end());
-  int64_t cached = static_cast<int64_t>(prompt.size());
-  for (int32_t next : {3, 7, 12}) {
-    ForwardBatch d;
-    d.add(&next, 1, cached++, blocks, LogitsMode::kLast);
-    LLMRT_ASSIGN_OR_RETURN(logits, m.forward(d));
-    v = toVector(logits);
+  int64_t cached = 0;
+  const std::vector<std::vector<int32_t>> steps{prompt, {3}, {7}, {12}};
+  for (const std::vector<int32_t>& tokens : steps) {
+    ForwardBatch b;
+    b.add(tokens.data(), static_cast<int64_t>(tokens.size()), cached, blocks,
+          cached == 0 ? LogitsMode::kAll : LogitsMode::kLast);
+    cached += static_cast<int64_t>(tokens.size());
+    LLMRT_ASSIGN_OR_RETURN(TensorView logits, m.forward(b));
+    const std::vector<float> v = toVector(logits);
     all.insert(all.end(), v.begin(), v.end());
   }
   return all;

@@ -307,12 +307,9 @@ Result<TensorView> CudaBackend::loadWeight(std::span<const TensorView> parts, co
   return TensorView(dev, dt, shape, Device::kCuda, options_.device);
 }
 
-namespace {
-// FP8 weights hold their rows padded to a multiple of 16 (zeros): cuBLASLt's FP8 GEMM needs the
-// product's output dimension in multiples of 16.
-int64_t fp8PaddedRows(int64_t n) { return (n + 15) / 16 * 16; }
-size_t fp8ScalesOffset(int64_t n, int64_t k) { return (static_cast<size_t>(fp8PaddedRows(n) * k) + 255) / 256 * 256; }
-}  // namespace
+size_t CudaBackend::fp8ScalesOffset(int64_t n, int64_t k) {
+  return (static_cast<size_t>(fp8PaddedRows(n) * k) + 255) / 256 * 256;
+}
 
 Result<TensorView> CudaBackend::loadFp8Weight(const TensorView& codes, const TensorView& scales,
                                               const std::string& name) {

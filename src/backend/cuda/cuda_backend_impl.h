@@ -178,6 +178,11 @@ class CudaBackend final : public Backend {
   // linear (accumulate false) and linearAdd (true: out += x W^T (+ bias)).
   void product(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out,
                bool accumulate);
+  // FP8 weights hold their rows padded to a multiple of 16 (zeros): cuBLASLt's FP8 GEMM needs the
+  // product's output dimension in multiples of 16.
+  static int64_t fp8PaddedRows(int64_t n) { return (n + 15) / 16 * 16; }
+  // Where an [n, k] FP8 weight's row scales start: after its padded codes, at a 256-byte boundary.
+  static size_t fp8ScalesOffset(int64_t n, int64_t k);
   // The row scales of an FP8 weight (loadFp8Weight's layout).
   static const float* fp8RowScales(const TensorView& w);
   // product() for FP8 weights (loadFp8Weight).

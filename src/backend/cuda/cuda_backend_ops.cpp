@@ -273,7 +273,7 @@ void CudaBackend::productFp8(const TensorView& x, const TensorView& w, const Ten
       out.dtype == DType::kF32 ? CUDA_R_32F : (out.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F);
   // cuBLASLt's FP8 GEMM writes rows that start on 16-byte boundaries and needs n % 16 == 0; other
   // products take the sums path over the weight's rows padded to 16 (loadFp8Weight).
-  const int64_t n_pad = (n + 15) / 16 * 16;
+  const int64_t n_pad = fp8PaddedRows(n);
   // Outer-vector scaling takes 16-bit outputs only (cuBLASLt 13: CUBLAS_STATUS_INVALID_VALUE for a
   // float32 D), so float32 outputs and residual adds take the sums path too.
   const bool aligned = n == n_pad && (static_cast<size_t>(ld(out)) * dtypeSize(out.dtype)) % 16 == 0 &&
