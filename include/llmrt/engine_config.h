@@ -86,6 +86,11 @@ struct CudaTuning {
   // kernel, larger ones cuBLASLt's FP8 GEMM (0-8).
   int32_t fp8_gemv_rows = 8;
   int32_t split_waves = 2;         // decode attention key splits aim at this many CTAs per SM (1-16)
+  // Tensor parallelism over GPUs: the custom all-reduce kernels (peer access) for messages up to
+  // 8 MiB, NCCL beyond (on; LMI's use_custom_all_reduce), or NCCL for every all-reduce (off).
+  bool custom_all_reduce = true;
+  // One GPU: run the tensor-parallel collectives through a group of one rank (what they cost).
+  bool tp1_collectives = false;
   bool profile = false;            // time every op (turns graphs off) and print a table at exit
 
   // OK, or an InvalidArgument naming the key, its value and the allowed range.
@@ -114,9 +119,11 @@ struct EngineConfig {
   // CPU backend threads, OpenBLAS's included; 0 = every core the process may use.
   int32_t num_threads = 0;
   // Tensor parallelism: the model's weights split over this many ranks (docs/parallelism.md),
-  // one thread each, under one scheduler and KV cache manager; in [1, 64]. Ranks are CPU ranks
-  // for now (backend cpu; each rank its own CPU backend of num_threads / size threads);
-  // mixture-of-experts models are not sharded yet.
+  // one thread each, under one scheduler and KV cache manager; in [1, 64]. backend cuda: rank r
+  // on GPU r % (visible GPUs), at most 8 ranks (ranks sharing a GPU work, for tests, without a
+  // speed-up); backend cpu: each rank its own CPU backend of num_threads / size threads.
+  // Mixture-of-experts models are not sharded yet. 0 = every visible GPU (LMI's
+  // tensor_parallel_degree max; backend cpu or no GPU: 1).
   int32_t tensor_parallel_size = 1;
   // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding
   // step N's tokens (greedy or sampled on the device, penalties and logprobs included) to step

@@ -187,7 +187,7 @@ const Entry<E> kEngine[] = {
     {{"max_input_len", "--max-input-len", "", OptionKind::kInt, "N", "Longest prompt (0: max_seq_len - 1)"},
      LLMRT_FIELD(E, max_input_len)},
     {{"tensor_parallel_size", "--tensor-parallel-size", "", OptionKind::kInt, "N",
-      "Split the model over N ranks (tensor parallelism; CPU ranks for now)"},
+      "Split the model over N ranks (tensor parallelism; 0: every visible GPU, one rank on the CPU)"},
      LLMRT_FIELD(E, tensor_parallel_size)},
     {{"num_threads", "--threads", "", OptionKind::kInt, "N",
       "CPU backend threads, OpenBLAS's included (0: every core this process may use)"},

@@ -23,6 +23,8 @@
 
 namespace llmrt {
 
+class Communicator;  // backend/comm/communicator.h
+
 // Geometry of the paged KV pool. One block holds `tokens_per_block` tokens of
 // every layer: [layers][2 (K,V)][kv_heads][tokens_per_block][head_dim].
 struct KvPoolGeometry {
@@ -183,6 +185,19 @@ class Backend {
   // Copies `src` ([rows * cols] floats, row after row) into a 2-D view (F32, or
   // activationDtype(), rounded) of this backend's memory.
   virtual Status copyFromHost(const float* src, TensorView dst) = 0;
+
+  // Makes this backend's device the calling thread's current one (a thread using a backend that
+  // another thread created: tensor-parallel ranks).
+  virtual Status bindThread() { return Status::ok(); }
+
+  // ---- collectives of a tensor-parallel group (DecoderModelOptions::comm) ---------
+  // Each rank calls them in the same order with equal shapes (communicator.h's contract). The
+  // default bodies exchange through the host with comm's collectives and wait; a backend whose
+  // communicators work on its memory enqueues them (CUDA: recorded into its graphs).
+  // t (2-D F32 view) = the sum over ranks of their t, in rank order: the same bits on every rank.
+  virtual Status allReduceSum(Communicator& comm, TensorView t);
+  // out[:, p * c + j] = rank p's local[:, j] for local [rows, c] and out [rows, size * c] (F32).
+  virtual Status allGatherColumns(Communicator& comm, const TensorView& local, TensorView out);
 
   // ---- KV cache pools -------------------------------------------------------
   // Allocates the primary (and, with secondary_blocks > 0, host) pools.

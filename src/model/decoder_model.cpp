@@ -40,7 +40,7 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& conf
     local.intermediate_size = config.intermediate_size / plan.tp;
   }
   std::unique_ptr<DecoderModel> m(new DecoderModel(local, backend));
-  if (options.comm != nullptr && options.comm->size() > 1) m->comm_ = options.comm;
+  m->comm_ = options.comm;
   LLMRT_RETURN_IF_ERROR(m->loadWeights(config, weights, options));
   m->rope_ = computeRopeTable(config, config.max_position_embeddings);
   return m;
@@ -86,7 +86,7 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
   const ModelConfig& c = full;  // the checkpoint's shapes
   DecoderWeightReader reader(c, weights);
   std::optional<TensorParallelPlan> plan;
-  if (comm_ != nullptr) {
+  if (comm_ != nullptr && comm_->size() > 1) {
     LLMRT_ASSIGN_OR_RETURN(plan, planTensorParallel(c, comm_->size()));
   }
   std::vector<float> shard_buf;
@@ -233,7 +233,6 @@ enum Slot : int {
   kNormed2,    // parallel with two norms: the MLP's normed input [T, hidden]
   kRouterLogits,  // mixture of experts [T, num_experts]
   kSharedGate,    // the shared expert's gate [T, 1]
-  kPartial,       // tensor parallelism: a row-parallel product's partial sum [T, hidden]
   kLocalLogits,   // tensor parallelism: the rank's vocabulary shard of the logits [R, vocab / tp]
   kNumSlots
 };
@@ -259,7 +258,7 @@ Status DecoderModel::reserveActivations(int64_t max_tokens, int64_t max_logit_ro
   const std::pair<int64_t, int64_t> shapes[kNumSlots] = {
       {T, H}, {T, H}, {T, Q + 2 * KV}, {T, Q}, {T, up}, {T, act}, {R, H}, {R, H}, {R, c.vocab_size},
       {wiring == ResidualWiring::kSandwich || SI > 0 ? T : 0, H}, {wiring == ResidualWiring::kParallelTwoNorms ? T : 0, H},
-      {moe ? T : 0, d.num_experts}, {SI > 0 ? T : 0, 1}, {comm_ ? T : 0, H}, {comm_ ? R : 0, vocab_rows_}};
+      {moe ? T : 0, d.num_experts}, {SI > 0 ? T : 0, 1}, {sharded() ? R : 0, vocab_rows_}};
   for (int slot = 0; slot < kNumSlots; ++slot) {
     if (shapes[slot].first == 0) continue;
     if (backend_.scratch(slot, shapes[slot].first, shapes[slot].second, slotDtype(slot)).data == nullptr)
@@ -270,8 +269,16 @@ Status DecoderModel::reserveActivations(int64_t max_tokens, int64_t max_logit_ro
 }
 
 Result<TensorView> DecoderModel::forward(const StepInputs& in, const StepLayout& layout) {
-  LLMRT_RETURN_IF_ERROR(backend_.beginStep(in));
   tp_error_ = Status::ok();
+  Status begun = backend_.beginStep(in);
+  if (sharded()) {
+    // Every rank begins the step before any enqueues a collective: beginStep may grow pinned
+    // buffers, which waits for the whole GPU, and ranks sharing a GPU would wait for each other.
+    if (!begun.isOk()) comm_->abort(begun);
+    LLMRT_RETURN_IF_ERROR(begun);
+    LLMRT_RETURN_IF_ERROR(comm_->barrier());
+  }
+  LLMRT_RETURN_IF_ERROR(begun);
   if (layout.record)
     backend_.recordOrReplay(static_cast<uint64_t>(layout.rows), [&] { run(layout.rows, layout.logit_rows); });
   else
@@ -325,8 +332,7 @@ void DecoderModel::run(int64_t T, int64_t R) {
   backend_.embedding(embed_, x);
   if (d.embedding_multiplier != 1.0) backend_.scaleSoftcap(x, static_cast<float>(d.embedding_multiplier), 0.0f);
   if (pos_embed_.data != nullptr) backend_.addPositionEmbedding(pos_embed_, x);
-  if (d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0 &&
-      comm_ == nullptr) {
+  if (d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0) {
     runFusedRmsLayers(x, h, qkv, attn_out, buf(kUp, T, d.mlp_gated ? 2 * I : I), buf(kAct, T, I));
   } else {
     for (size_t li = 0; li < layers_.size(); ++li) runLayer(layers_[li], static_cast<int64_t>(li), x, h, qkv, attn_out, T);
@@ -337,30 +343,14 @@ void DecoderModel::run(int64_t T, int64_t R) {
   TensorView logits = buf(kLogits, R, c.vocab_size);
   backend_.gatherLogitRows(x, last);
   norm(last, final_norm_, final_norm_b_, last_norm);
-  if (comm_ == nullptr) {
+  if (!sharded()) {
     backend_.linear(last_norm, lm_head_, optional(lm_head_b_), logits);
   } else {
     // The rank's vocabulary shard, gathered from every rank into [R, vocab] (rank r's columns
     // [r * vocab / tp, (r + 1) * vocab / tp)).
     TensorView local = buf(kLocalLogits, R, vocab_rows_);
     backend_.linear(last_norm, lm_head_, optional(lm_head_b_), local);
-    const size_t n = static_cast<size_t>(R * vocab_rows_), tp = static_cast<size_t>(comm_->size());
-    host_.resize(n);
-    gathered_.resize(n * tp);
-    Status st = backend_.copyToHost(local, host_.data());
-    if (st.isOk()) st = comm_->allGather(host_.data(), static_cast<int64_t>(n), gathered_.data());
-    if (!st.isOk()) {
-      comm_->abort(st);
-      if (tp_error_.isOk()) tp_error_ = st;
-      return;
-    }
-    host_.resize(n * tp);
-    for (size_t r = 0; r < tp; ++r)
-      for (int64_t row = 0; row < R; ++row)
-        std::copy_n(gathered_.data() + r * n + static_cast<size_t>(row * vocab_rows_), vocab_rows_,
-                    host_.data() + static_cast<size_t>(row * c.vocab_size) + r * static_cast<size_t>(vocab_rows_));
-    st = backend_.copyFromHost(host_.data(), logits);
-    if (!st.isOk() && tp_error_.isOk()) tp_error_ = st;
+    collective(backend_.allGatherColumns(*comm_, local, logits));
   }
   if (d.final_logit_softcap > 0) backend_.scaleSoftcap(logits, 1.0f, static_cast<float>(d.final_logit_softcap));
 }
@@ -370,21 +360,31 @@ void DecoderModel::runFusedRmsLayers(TensorView x, TensorView h, TensorView qkv,
   // Residual stream x; h the normed input of each block. The o and down products add their
   // output to x (linearAdd: on CUDA inside the product, no temporary); each is chained to the
   // product of the next normed input (linearAddNormLinear, which may split the norm over the two).
+  // With a communicator the chain is its primitives (the same bits) with x's all-reduce between
+  // the residual product and the norm.
   const auto eps = static_cast<float>(config_.norm_eps);
+  auto addNormLinear = [&](const TensorView& in, const TensorView& w1, const TensorView& b1, const TensorView& norm_w,
+                           const TensorView& w2, const TensorView& b2, TensorView out) {
+    if (comm_ == nullptr) {
+      backend_.linearAddNormLinear(in, w1, optional(b1), x, norm_w, eps, h, w2, optional(b2), out);
+      return;
+    }
+    rowParallelAdd(in, w1, b1, x);
+    backend_.rmsNorm(x, norm_w, eps, h);
+    backend_.linear(h, w2, optional(b2), out);
+  };
   backend_.rmsNorm(x, layers_[0].attn_norm, eps, h);
   backend_.linear(h, layers_[0].qkv_w, optional(layers_[0].qkv_b), qkv);
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     attention(L, static_cast<int64_t>(li), qkv, attn_out);
-    backend_.linearAddNormLinear(attn_out, L.o_w, optional(L.o_b), x, L.mlp_norm, eps, h, L.up_w, optional(L.up_b),
-                                 up);
+    addNormLinear(attn_out, L.o_w, L.o_b, L.mlp_norm, L.up_w, L.up_b, up);
     mlpActivation(up, act);
     if (li + 1 < layers_.size()) {
       const Layer& next = layers_[li + 1];
-      backend_.linearAddNormLinear(act, L.down_w, optional(L.down_b), x, next.attn_norm, eps, h, next.qkv_w,
-                                   optional(next.qkv_b), qkv);
+      addNormLinear(act, L.down_w, L.down_b, next.attn_norm, next.qkv_w, next.qkv_b, qkv);
     } else {
-      backend_.linearAdd(act, L.down_w, optional(L.down_b), x);
+      rowParallelAdd(act, L.down_w, L.down_b, x);
     }
   }
 }
@@ -398,7 +398,7 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
     TensorView up = buf(kUp, d.mlp_gated ? 2 * I : I), act = buf(kAct, I);
     backend_.linear(h, L.up_w, optional(L.up_b), up);
     mlpActivation(up, act);
-    rowParallelAdd(act, L.down_w, L.down_b, x, T);
+    rowParallelAdd(act, L.down_w, L.down_b, x);
     return;
   }
   TensorView logits = buf(kRouterLogits, d.num_experts);
@@ -416,33 +416,26 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
   backend_.sigmoidGatedAdd(out, gate, x);
 }
 
-void DecoderModel::allReduce(TensorView t) {
-  if (!tp_error_.isOk()) return;
-  const size_t n = static_cast<size_t>(t.shape[0] * t.shape[t.shape.rank() - 1]);
-  host_.resize(n);
-  Status st = backend_.copyToHost(t, host_.data());
-  if (st.isOk()) st = comm_->allReduceSum(host_.data(), static_cast<int64_t>(n));
-  if (st.isOk()) st = backend_.copyFromHost(host_.data(), t);
-  if (!st.isOk()) {
-    comm_->abort(st);  // (the other ranks must not wait for this one)
-    tp_error_ = st;
-  }
+void DecoderModel::collective(const Status& st) {
+  if (st.isOk() || !tp_error_.isOk()) return;
+  comm_->abort(st);  // (the other ranks must not wait for this one)
+  tp_error_ = st;
 }
 
 void DecoderModel::rowParallel(const TensorView& in, const TensorView& w, const TensorView& b, TensorView out) {
   backend_.linear(in, w, comm_ == nullptr || comm_->rank() == 0 ? optional(b) : nullptr, out);
-  if (comm_ != nullptr) allReduce(out);
+  if (comm_ != nullptr) collective(backend_.allReduceSum(*comm_, out));
 }
 
-void DecoderModel::rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x,
-                                  int64_t tokens) {
-  if (comm_ == nullptr) {
+void DecoderModel::rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x) {
+  if (comm_ == nullptr || comm_->rank() == 0) {
     backend_.linearAdd(in, w, optional(b), x);
-    return;
+  } else {
+    // x + sum of the ranks' products = the all-reduce of (rank 0: x + its product; others: their
+    // product), so the other ranks overwrite their copy of x, and no partial-sum buffer is needed.
+    backend_.linear(in, w, nullptr, x);
   }
-  TensorView partial = backend_.scratch(kPartial, tokens, config_.hidden_size, DType::kF32);
-  rowParallel(in, w, b, partial);
-  backend_.add(partial, x);
+  if (comm_ != nullptr) collective(backend_.allReduceSum(*comm_, x));
 }
 
 void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorView h, TensorView qkv,
@@ -453,18 +446,18 @@ void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorV
   attention(L, layer, qkv, attn_out);
   switch (config_.decoder.residual) {
     case ResidualWiring::kSequential:  // LayerNorm families and mixtures of experts
-      rowParallelAdd(attn_out, L.o_w, L.o_b, x, T);
+      rowParallelAdd(attn_out, L.o_w, L.o_b, x);
       norm(x, L.mlp_norm, L.mlp_norm_b, h);
       mlpAdd(L, h, x, T);
       return;
     case ResidualWiring::kParallel:  // both branches read n1 of the block's input
-      rowParallelAdd(attn_out, L.o_w, L.o_b, x, T);
+      rowParallelAdd(attn_out, L.o_w, L.o_b, x);
       mlpAdd(L, h, x, T);
       return;
     case ResidualWiring::kParallelTwoNorms: {  // the MLP reads n2 of the block's input
       TensorView h2 = backend_.scratch(kNormed2, T, H, slotDtype(kNormed2));
       norm(x, L.mlp_norm, L.mlp_norm_b, h2);
-      rowParallelAdd(attn_out, L.o_w, L.o_b, x, T);
+      rowParallelAdd(attn_out, L.o_w, L.o_b, x);
       mlpAdd(L, h2, x, T);
       return;
     }

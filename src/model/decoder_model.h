@@ -32,9 +32,10 @@ struct DecoderModelOptions {
   bool fp8_products = false;
   // Tensor parallelism: this model is rank comm->rank() of comm->size() (model/tensor_parallel.h);
   // it loads its share of the weights, and each step's forward must run on every rank of the
-  // group at once (one thread each), with the same inputs. Null: one rank. Mixture-of-experts
-  // models are not sharded yet. The row-parallel products' partial sums and the LM head's
-  // vocabulary shards pass through the host (Backend::copyToHost), so this serves CPU ranks.
+  // group at once (one thread each), with the same inputs. Null: one rank, no collectives (a
+  // group of one runs them: what TP=1 through a communicator costs). Mixture-of-experts models
+  // are not sharded yet. The collectives are the backend's (Backend::allReduceSum,
+  // allGatherColumns): on the device for CUDA communicators, through the host otherwise.
   Communicator* comm = nullptr;
 };
 
@@ -93,11 +94,13 @@ class DecoderModel {
   DecoderModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
   Status loadWeights(const ModelConfig& full, const WeightSource& weights, const DecoderModelOptions& options);
   // Tensor parallelism: out = in W^T (+ bias, rank 0 only) summed over the ranks (a row-parallel
-  // product), or that added to x; one rank: linear / linearAdd.
+  // product), or that added to x; no communicator: linear / linearAdd.
   void rowParallel(const TensorView& in, const TensorView& w, const TensorView& b, TensorView out);
-  void rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x, int64_t tokens);
-  // Sums `t` (F32) over the ranks, through the host.
-  void allReduce(TensorView t);
+  void rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x);
+  // A collective's result: the first failure of a step is kept (tp_error_) and aborts the group.
+  void collective(const Status& st);
+  // Whether the weights are split over several ranks (a communicator of one rank shards nothing).
+  bool sharded() const { return comm_ != nullptr && comm_->size() > 1; }
   // The ops of one step after beginStep: embedding, the layers, the logits rows.
   void run(int64_t tokens, int64_t logit_rows);
   // Llama-style blocks (RMSNorm, sequential): products chained through linearAddNormLinear.
@@ -121,8 +124,6 @@ class DecoderModel {
   Communicator* comm_ = nullptr;  // tensor parallelism (DecoderModelOptions::comm)
   int64_t vocab_rows_ = 0;        // the LM head rows this rank holds (the vocabulary without tensor parallelism)
   Status tp_error_;               // the first failed collective of a step
-  std::vector<float> host_;       // collectives' host copies
-  std::vector<float> gathered_;
 };
 
 }  // namespace llmrt

@@ -62,14 +62,19 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
   const ModelConfig& model = dir.config;
   constexpr std::string_view kWhere = "EngineConfig";
 
-  if (c.backend == BackendKind::kAuto && c.tensor_parallel_size > 1) {
-    c.backend = BackendKind::kCpu;
-    r.notes.push_back("backend auto: tensor_parallel_size > 1 runs CPU ranks");
-  }
   if (c.backend == BackendKind::kAuto) {
     c.backend = cudaBackendAvailable() ? BackendKind::kCuda : BackendKind::kCpu;
     r.notes.push_back(c.backend == BackendKind::kCuda ? "backend auto: a GPU is present"
                                                       : "backend auto: no GPU or no CUDA backend in this build");
+  }
+  if (c.tensor_parallel_size == 0) {  // max: every visible GPU
+    int gpus = 1;
+#if LLMRT_HAVE_CUDA
+    if (c.backend == BackendKind::kCuda) gpus = std::max(1, cudaDeviceCount());
+#endif
+    c.tensor_parallel_size = std::min(gpus, 8);
+    r.notes.push_back("tensor_parallel_size max: " + std::to_string(c.tensor_parallel_size) +
+                      (c.backend == BackendKind::kCuda ? " (the visible GPUs)" : " (backend cpu)"));
   }
   r.compute_dtype = computeDtype(c, c.backend, dir.weights, model);
   r.kv_dtype = kvCacheDtype(c, r.compute_dtype);
@@ -172,14 +177,51 @@ std::string describeConfig(const ResolvedConfig& r) {
 namespace {
 
 // The CPU backend reports host memory to the KV sizing rule.
+// `sharers` ranks use the backend's device: each is reported its share of the memory.
 class BackendMemoryReporter final : public KvMemoryReporter {
  public:
-  explicit BackendMemoryReporter(const Backend& b) : b_(b) {}
-  KvMemoryInfo primaryMemoryInfo() const override { return {b_.totalMemoryBytes(), b_.freeMemoryBytes()}; }
+  BackendMemoryReporter(const Backend& b, int sharers) : b_(b), sharers_(static_cast<uint64_t>(std::max(1, sharers))) {}
+  KvMemoryInfo primaryMemoryInfo() const override {
+    return {b_.totalMemoryBytes() / sharers_, b_.freeMemoryBytes() / sharers_};
+  }
 
  private:
   const Backend& b_;
+  uint64_t sharers_;
 };
+
+// How many tensor-parallel ranks run on `rank`'s device (CUDA: rank r on GPU r % visible GPUs).
+int ranksOnDevice(const EngineConfig& c, int rank) {
+  if (c.backend != BackendKind::kCuda) return 1;
+#if LLMRT_HAVE_CUDA
+  const int gpus = std::max(1, cudaDeviceCount());
+  int n = 0;
+  for (int r = 0; r < c.tensor_parallel_size; ++r) n += r % gpus == rank % gpus;
+  return n;
+#else
+  (void)rank;
+  return 1;
+#endif
+}
+
+// The ranks' communicators (index = rank): none for one rank (unless tp1_collectives asks for a
+// group of one on the GPU); CPU ranks: the in-process group; CUDA ranks: the CUDA group.
+Result<std::vector<std::unique_ptr<Communicator>>> makeCommunicators(const EngineConfig& c) {
+  const int tp = c.tensor_parallel_size;
+  const bool cuda = c.backend == BackendKind::kCuda;
+  if (tp == 1 && !(cuda && c.cuda_tuning.tp1_collectives)) return std::vector<std::unique_ptr<Communicator>>{};
+  if (!cuda) return makeInProcessGroup(tp);
+#if LLMRT_HAVE_CUDA
+  CudaGroupOptions g;
+  const int gpus = std::max(1, cudaDeviceCount());
+  for (int r = 0; r < tp; ++r) g.devices.push_back(r % gpus);
+  g.custom_all_reduce = c.cuda_tuning.custom_all_reduce;
+  if (tp > gpus) LLMRT_LOG_WARNING("[TensorParallel] %d ranks on %d GPU(s): ranks share GPUs (no speed-up)", tp, gpus);
+  return makeCudaGroup(g);
+#else
+  return unimplemented("EngineConfig: backend cuda: this build has no CUDA backend");
+#endif
+}
 
 // A CPU backend's threads: num_threads (0: every core), shared out among tensor-parallel ranks.
 int cpuThreadsPerRank(const EngineConfig& c) {
@@ -187,11 +229,13 @@ int cpuThreadsPerRank(const EngineConfig& c) {
   return std::max(1, (c.num_threads > 0 ? c.num_threads : availableCores()) / c.tensor_parallel_size);
 }
 
-Result<std::unique_ptr<Backend>> createBackend(const ResolvedConfig& r) {
+// The backend of tensor-parallel rank `rank` (0 without tensor parallelism).
+Result<std::unique_ptr<Backend>> createBackend(const ResolvedConfig& r, int rank) {
   const EngineConfig& c = r.config;
   if (c.backend == BackendKind::kCpu) return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(cpuThreadsPerRank(c)));
 #if LLMRT_HAVE_CUDA
   CudaBackendOptions co;
+  co.device = rank % std::max(1, cudaDeviceCount());
   co.weight_dtype = r.compute_dtype;
   co.kv_dtype = r.kv_dtype;
   co.tuning = c.cuda_tuning;
@@ -223,29 +267,28 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   // tokenizer.json, else tokenizer.model, else *.tiktoken; none: null (token ids only).
   LLMRT_ASSIGN_OR_RETURN(e->tokenizer_, Tokenizer::fromDirectory(e->dir_.dir));
 
-  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(e->resolved_));
+  LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(e->resolved_, 0));
   const WeightStore* weights = &e->dir_.weights;
   DecoderModelOptions model_options;
   model_options.fp8_products = e->resolved_.fp8_products;
   const WeightSource source = [weights](const std::string& n) { return weights->tensor(n); };
   const int tp = rc.tensor_parallel_size;
   std::vector<PeerRanks::Rank> peers;
-  std::vector<std::unique_ptr<Communicator>> comms;
-  if (tp > 1) {
-    // CPU ranks: rank 0 is the engine's backend and model; ranks 1.. get their own, every rank
-    // with its share of the threads.
-    LLMRT_ASSIGN_OR_RETURN(comms, makeInProcessGroup(tp));
-    model_options.comm = comms[0].get();
-    for (int r = 1; r < tp; ++r) {
-      PeerRanks::Rank rank;
-      rank.backend = std::make_unique<CpuBackend>(cpuThreadsPerRank(rc));
-      DecoderModelOptions o = model_options;
-      o.comm = comms[static_cast<size_t>(r)].get();
-      LLMRT_ASSIGN_OR_RETURN(rank.model, DecoderModel::load(cfg, source, *rank.backend, o));
-      LLMRT_RETURN_IF_ERROR(rank.model->setAttentionWindows(windows.per_layer));
-      peers.push_back(std::move(rank));
-    }
+  LLMRT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Communicator>> comms, makeCommunicators(rc));
+  if (!comms.empty()) model_options.comm = comms[0].get();
+  for (int r = 1; r < tp; ++r) {
+    // Ranks 1..: their own backend and model, each with its share of the weights (CPU: of the
+    // threads; CUDA: GPU r % visible GPUs).
+    PeerRanks::Rank rank;
+    LLMRT_ASSIGN_OR_RETURN(rank.backend, createBackend(e->resolved_, r));
+    LLMRT_RETURN_IF_ERROR(rank.backend->bindThread());
+    DecoderModelOptions o = model_options;
+    o.comm = comms[static_cast<size_t>(r)].get();
+    LLMRT_ASSIGN_OR_RETURN(rank.model, DecoderModel::load(cfg, source, *rank.backend, o));
+    LLMRT_RETURN_IF_ERROR(rank.model->setAttentionWindows(windows.per_layer));
+    peers.push_back(std::move(rank));
   }
+  LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
   LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, source, *e->backend_, model_options));
   LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
   LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
@@ -256,8 +299,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     const uint64_t before = e->backend_->freeMemoryBytes();
     // Decode steps are padded up to StepBuilder::kMaxRecordedBatch rows, and each row has logits.
     const int64_t rows = std::max<int64_t>(rc.max_num_tokens, StepBuilder::kMaxRecordedBatch);
-    LLMRT_RETURN_IF_ERROR(e->model_->reserveActivations(
-        rows, std::max<int64_t>(std::min<int64_t>(rc.max_num_tokens, 1024), StepBuilder::kMaxRecordedBatch)));
+    const int64_t logit_rows = std::max<int64_t>(std::min<int64_t>(rc.max_num_tokens, 1024), StepBuilder::kMaxRecordedBatch);
+    for (PeerRanks::Rank& r : peers) {
+      LLMRT_RETURN_IF_ERROR(r.backend->bindThread());
+      LLMRT_RETURN_IF_ERROR(r.model->reserveActivations(rows, logit_rows));
+    }
+    LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
+    LLMRT_RETURN_IF_ERROR(e->model_->reserveActivations(rows, logit_rows));
     const uint64_t after = e->backend_->freeMemoryBytes();
     LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for activations and workspace (steps of up to %lld tokens)",
                    formatBytes(before > after ? before - after : 0).c_str(),
@@ -272,14 +320,18 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   layout.head_dim = static_cast<int32_t>(cfg.head_dim);
   layout.dtype = kv_dtype;
   layout.max_sequence_length = static_cast<int32_t>(rc.max_seq_len);
-  BackendMemoryReporter memory(*e->backend_);
+  // Ranks that share rank 0's GPU (tests on one GPU) share its free memory too.
+  BackendMemoryReporter memory(*e->backend_, ranksOnDevice(rc, 0));
   const KvCacheConfig& kv_config = rc.kv_cache_config;
   LLMRT_ASSIGN_OR_RETURN(KvCacheSizing sizing, computeKvCacheSizing(kv_config, layout, memory));
   KvPoolGeometry geometry{sizing.num_primary_blocks, cfg.num_hidden_layers, e->model_->config().num_key_value_heads,
                           cfg.head_dim, sizing.tokens_per_block, kv_dtype};
   LLMRT_RETURN_IF_ERROR(e->backend_->allocateKvPools(geometry, sizing.num_secondary_blocks));
-  for (PeerRanks::Rank& r : peers)  // every rank's pool holds its KV heads under the same block ids
+  for (PeerRanks::Rank& r : peers) {  // every rank's pool holds its KV heads under the same block ids
+    LLMRT_RETURN_IF_ERROR(r.backend->bindThread());
     LLMRT_RETURN_IF_ERROR(r.backend->allocateKvPools(geometry, sizing.num_secondary_blocks));
+  }
+  LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
   if (const BackendMemoryStats m = e->backend_->memoryStats(); m.device_total > 0) {
     LLMRT_LOG_INFO("[MemUsage] %s: weights %s, workspace pool %s reserved (%s in use, peak %s), KV cache %s on the "
                    "device + %s pinned on the host; device free %s of %s",
@@ -292,9 +344,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   KvCacheManagerOptions kv_options;
   kv_options.attention_window = windows.kv_window;  // blocks outside every layer's window are released
   LLMRT_ASSIGN_OR_RETURN(e->kv_, KvCacheManager::create(kv_config, sizing, kv_options));
-  if (tp > 1) {
+  if (!comms.empty()) {
     e->peers_ = std::make_unique<PeerRanks>(std::move(comms), std::move(peers));
-    LLMRT_LOG_INFO("[TensorParallel] %d CPU ranks, one thread each", tp);
+    LLMRT_LOG_INFO("[TensorParallel] %d %s ranks, one thread each", tp, e->backend_->name().c_str());
   }
   e->runner_ = std::make_unique<ModelRunner>(*e->model_, *e->backend_, e->eos_ids_, e->peers_.get());
   return e;

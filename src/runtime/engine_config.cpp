@@ -82,11 +82,10 @@ Status EngineConfig::validate() const {
   if (!parseComputeDtype(toString(dtype)))
     return fieldError(kWhere, "dtype", std::to_string(static_cast<int>(dtype)),
                       "auto, bfloat16, float16 or float32");
-  if (tensor_parallel_size < 1 || tensor_parallel_size > 64) return rangeError("tensor_parallel_size", tensor_parallel_size, 1, 64);
-  if (tensor_parallel_size > 1 && backend == BackendKind::kCuda)
+  if (tensor_parallel_size < 0 || tensor_parallel_size > 64) return rangeError("tensor_parallel_size", tensor_parallel_size, 0, 64);
+  if (tensor_parallel_size > 8 && backend == BackendKind::kCuda)
     return fieldError(kWhere, "tensor_parallel_size", std::to_string(tensor_parallel_size),
-                      "1 with backend cuda (GPU ranks need device-side collectives, not written yet; CPU ranks: "
-                      "backend cpu)");
+                      "at most 8 with backend cuda (GPUs of one host)");
   if (!parseQuantization(toString(quantization)))
     return fieldError(kWhere, "quantization", std::to_string(static_cast<int>(quantization)), "auto, none or fp8");
   if (!parseOverlapMode(toString(overlap)))

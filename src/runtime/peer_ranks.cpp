@@ -44,6 +44,7 @@ Status PeerRanks::copyKvBlocks(std::span<const KvBlockCopy> copies) {
 
 void PeerRanks::loop(size_t peer) {
   uint64_t seen = 0;
+  const Status bound = ranks_[peer].backend->bindThread();  // (its device, for this thread's calls)
   for (;;) {
     const StepInputs* inputs = nullptr;
     const StepLayout* layout = nullptr;
@@ -55,7 +56,7 @@ void PeerRanks::loop(size_t peer) {
       inputs = inputs_;
       layout = layout_;
     }
-    Result<TensorView> r = ranks_[peer].model->forward(*inputs, *layout);
+    Result<TensorView> r = bound.isOk() ? ranks_[peer].model->forward(*inputs, *layout) : Result<TensorView>(bound);
     if (!r.isOk()) comms_.front()->abort(r.status());  // (releases ranks waiting in a collective)
     std::lock_guard<std::mutex> lock(mu_);
     if (!r.isOk() && error_.isOk()) error_ = r.status().withContext("rank " + std::to_string(peer + 1));

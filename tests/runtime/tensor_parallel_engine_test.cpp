@@ -1,9 +1,11 @@
 // An engine of 2 CPU ranks (EngineConfig::tensor_parallel_size) against one rank on the bundled
 // model: the same greedy tokens and context logits within float32 reduction order, through the
 // one scheduler and KV cache manager — batched requests, chunked prompts, a reused prefix and the
-// pauses of MAX_UTILIZATION under a small cache. Bad sizes are one-line errors.
+// pauses of MAX_UTILIZATION under a small cache; the same on one GPU with two CUDA ranks sharing
+// it, and TP=1 through a communicator bit-exact. Bad sizes are one-line errors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -14,15 +16,28 @@
 namespace llmrt {
 namespace {
 
+// Ranks sharing the one GPU need CUDA's eager kernel loading (makeCudaGroup refuses them under
+// lazy loading, which would deadlock them): set before this process's first CUDA call.
+[[maybe_unused]] const bool kEagerLoading = setenv("CUDA_MODULE_LOADING", "EAGER", 0) == 0;
+
 struct RankRun {
   std::vector<std::vector<TokenId>> tokens;
   std::vector<std::vector<float>> logits;
   LlmStats stats;
 };
 
-RankRun generate(LlmArgs args, int tp) {
+// Whether a CUDA engine can be made here ("" when it can, else why not).
+std::string cudaMissing() {
+  LlmArgs args;
   args.model = testmodels::bundledDir();
-  args.backend = BackendKind::kCpu;
+  args.backend = BackendKind::kCuda;
+  auto llm = LLM::create(args);
+  return llm.isOk() ? "" : llm.status().message();
+}
+
+RankRun generate(LlmArgs args, int tp, BackendKind backend = BackendKind::kCpu) {
+  args.model = testmodels::bundledDir();
+  args.backend = backend;
   args.num_threads = 2;
   args.tensor_parallel_size = tp;
   auto llm = LLM::create(args);
@@ -51,7 +66,8 @@ RankRun generate(LlmArgs args, int tp) {
   return r;
 }
 
-void expectSame(const RankRun& one, const RankRun& two, const std::string& what) {
+// Tokens equal, and logits within `tolerance` x max |logit| (0: the same bits).
+void expectSame(const RankRun& one, const RankRun& two, const std::string& what, double tolerance = 1e-5) {
   ASSERT_EQ(one.tokens.size(), two.tokens.size()) << what;
   for (size_t i = 0; i < one.tokens.size(); ++i) {
     EXPECT_EQ(one.tokens[i], two.tokens[i]) << what << ": request " << i;
@@ -61,7 +77,7 @@ void expectSame(const RankRun& one, const RankRun& two, const std::string& what)
       max_ref = std::max(max_ref, std::fabs(static_cast<double>(one.logits[i][j])));
       max_diff = std::max(max_diff, std::fabs(static_cast<double>(one.logits[i][j]) - two.logits[i][j]));
     }
-    EXPECT_LE(max_diff, 1e-5 * max_ref) << what << ": request " << i;
+    EXPECT_LE(max_diff, tolerance * max_ref) << what << ": request " << i;
   }
 }
 
@@ -90,13 +106,55 @@ TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {
   auto llm = LLM::create(args);
   ASSERT_FALSE(llm.isOk());
   EXPECT_NE(llm.status().message().find("num_key_value_heads 2"), std::string::npos) << llm.status().toString();
-  args.tensor_parallel_size = 0;
+  args.tensor_parallel_size = -1;
   EXPECT_NE(LLM::create(args).status().message().find("tensor_parallel_size"), std::string::npos);
-  args.tensor_parallel_size = 2;
+  args.tensor_parallel_size = 0;  // max: every visible GPU; one rank on the CPU
+  auto max = LLM::create(args);
+  EXPECT_TRUE(max.isOk()) << max.status().toString();
+  args.tensor_parallel_size = 9;
   args.backend = BackendKind::kCuda;
   llm = LLM::create(args);
   ASSERT_FALSE(llm.isOk());
-  EXPECT_NE(llm.status().message().find("backend cpu"), std::string::npos) << llm.status().toString();
+  EXPECT_NE(llm.status().message().find("at most 8 with backend cuda"), std::string::npos) << llm.status().toString();
+}
+
+// GPU ranks (skipped without a GPU): two ranks sharing the one GPU, exchanging through the custom
+// kernels, recorded into CUDA graphs for decode steps, against one rank — in float32, where the
+// CUDA backend agrees with the CPU to float32 rounding.
+TEST(TensorParallelEngine, TwoCudaRanksOnOneGpuGenerateAsOne) {
+  if (const std::string why = cudaMissing(); !why.empty()) GTEST_SKIP() << why;
+  LlmArgs f32;
+  f32.dtype = ComputeDtype::kFloat32;
+  expectSame(generate(f32, 1, BackendKind::kCuda), generate(f32, 2, BackendKind::kCuda), "cuda batched");
+  LlmArgs tight = f32;
+  tight.max_num_tokens = 8;
+  tight.kv_cache_config.enable_block_reuse = true;
+  tight.kv_cache_config.tokens_per_block = 8;
+  tight.kv_cache_config.max_tokens = 48;
+  tight.scheduler_config.capacity_scheduler_policy = CapacitySchedulerPolicy::kMaxUtilization;
+  const RankRun one = generate(tight, 1, BackendKind::kCuda), two = generate(tight, 2, BackendKind::kCuda);
+  expectSame(one, two, "cuda chunked, reused, paused");
+  EXPECT_GT(two.stats.pauses, 0u);
+  EXPECT_GT(two.stats.reused_blocks, 0u);
+}
+
+// TP=1 through a communicator (a group of one: the custom kernels, then NCCL where it loads)
+// gives the bits of the plain path, in the default bfloat16 mode.
+TEST(TensorParallelEngine, OneCudaRankThroughACommunicatorIsBitExact) {
+  if (const std::string why = cudaMissing(); !why.empty()) GTEST_SKIP() << why;
+  const RankRun plain = generate(LlmArgs{}, 1, BackendKind::kCuda);
+  LlmArgs custom;
+  custom.cuda_tuning.tp1_collectives = true;
+  expectSame(plain, generate(custom, 1, BackendKind::kCuda), "custom group of one", 0.0);
+  LlmArgs nccl = custom;
+  nccl.cuda_tuning.custom_all_reduce = false;
+  nccl.model = testmodels::bundledDir();
+  nccl.backend = BackendKind::kCuda;
+  if (auto llm = LLM::create(nccl); !llm.isOk()) {
+    EXPECT_NE(llm.status().message().find("libnccl"), std::string::npos) << llm.status().toString();
+    GTEST_SKIP() << "NCCL: " << llm.status().message();
+  }
+  expectSame(plain, generate(nccl, 1, BackendKind::kCuda), "NCCL group of one", 0.0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/comm/host_barrier.h"
 #include "backend/comm/in_process_communicator.h"
 
 namespace llmrt {
@@ -51,29 +52,10 @@ namespace {
 // What the ranks of a group share: a reusable barrier with abort, and each rank's posted buffers.
 class Group {
  public:
-  explicit Group(int size) : size_(size), posts_(static_cast<size_t>(size)) {}
+  explicit Group(int size) : size_(size), barrier_(size), posts_(static_cast<size_t>(size)) {}
   int size() const { return size_; }
-
-  // Waits until every rank has arrived (generation counting, so the barrier is reusable).
-  Status arriveAndWait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!aborted_.isOk()) return aborted_;
-    const uint64_t generation = generation_;
-    if (++arrived_ == size_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return Status::ok();
-    }
-    cv_.wait(lock, [&] { return generation_ != generation || !aborted_.isOk(); });
-    return generation_ != generation ? Status::ok() : aborted_;
-  }
-
-  void abort(const Status& why) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (aborted_.isOk()) aborted_ = why.isOk() ? internalError("communicator group aborted") : why;
-    cv_.notify_all();
-  }
+  Status arriveAndWait() { return barrier_.arriveAndWait(); }
+  void abort(const Status& why) { barrier_.abort(why); }
 
   struct Post {
     const float* in = nullptr;
@@ -93,11 +75,7 @@ class Group {
 
  private:
   const int size_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  uint64_t generation_ = 0;
-  Status aborted_;
+  HostBarrier barrier_;
   std::vector<Post> posts_;
 };
 
@@ -113,8 +91,9 @@ class InProcessCommunicator final : public Communicator {
   Status allReduceSum(float* data, int64_t count) override {
     LLMRT_RETURN_IF_ERROR(checkCount("allReduceSum", count));
     LLMRT_RETURN_IF_ERROR(exchange({data, data, count}, "allReduceSum"));
-    scratch_.assign(static_cast<size_t>(count), 0.0f);
-    for (int r = 0; r < size(); ++r) {
+    const float* first = group_->post(0).in;
+    scratch_.assign(first, first + count);  // (from rank 0's values, not 0.0f: -0.0f stays -0.0f)
+    for (int r = 1; r < size(); ++r) {
       const float* in = group_->post(r).in;
       for (int64_t i = 0; i < count; ++i) scratch_[static_cast<size_t>(i)] += in[i];
     }

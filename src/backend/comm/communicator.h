@@ -10,8 +10,9 @@
 //      every rank continues from identical values);
 //   3. abort() (any thread) makes every waiting and later collective of the group fail, so one
 //      rank's error cannot leave the others waiting forever.
-// Implementations: SingleRankCommunicator (a group of one: nothing to exchange) and the in-process
-// group (in_process_communicator.h) for CPU ranks; NCCL for CUDA ranks is not written yet.
+// Implementations: SingleRankCommunicator (a group of one: nothing to exchange), the in-process
+// group (in_process_communicator.h) for CPU ranks, and the CUDA ranks' group (makeCudaGroup,
+// backend/cuda/cuda_communicator.h: custom kernels and NCCL, with collectives on device buffers).
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/comm/communicator.h"
 #include "core/dtype.h"
 #include "llmrt/engine_config.h"
 #include "llmrt/status.h"
@@ -34,5 +36,18 @@ int cudaDeviceCount();
 // Creates a CUDA backend on `options.device`. Fails with kFailedPrecondition
 // ("no CUDA device found") when none is visible, kInvalidArgument on bad options.
 Result<std::unique_ptr<Backend>> createCudaBackend(const CudaBackendOptions& options);
+
+// The communicators of a group of CUDA ranks (cuda_communicator.h), index = rank, rank r on
+// devices[r] (ranks may share a device: tests on one GPU). custom_all_reduce on: the custom
+// kernels for messages up to 8 MiB, NCCL beyond; off: NCCL for every message (needs
+// libnccl.so.2 and one device per rank). Without NCCL, or with ranks sharing a device, the custom
+// kernels serve every size. The GPUs need peer access to each other; at most 8 ranks.
+// staging_floats: each rank's two staging buffers, in floats.
+struct CudaGroupOptions {
+  std::vector<int> devices;
+  bool custom_all_reduce = true;
+  int64_t staging_floats = int64_t{4} << 20;
+};
+Result<std::vector<std::unique_ptr<Communicator>>> makeCudaGroup(const CudaGroupOptions& options);
 
 }  // namespace llmrt

@@ -104,6 +104,10 @@ class CudaBackend final : public Backend {
   DType activationDtype() const override { return activation_dtype_; }
   Status copyToHost(const TensorView& src, float* dst) override;
   Status copyFromHost(const float* src, TensorView dst) override;
+  Status bindThread() override;
+  // With a CudaCommunicator: enqueued on the stream (recorded into graphs); else Backend's.
+  Status allReduceSum(Communicator& comm, TensorView t) override;
+  Status allGatherColumns(Communicator& comm, const TensorView& local, TensorView out) override;
 
   Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) override;
   const KvPoolGeometry& kvGeometry() const override { return kv_.geometry(); }
