@@ -34,6 +34,7 @@ expect "print-config: environment" "grep -q '^dtype = float32  (OPTION_DTYPE (op
 expect "print-config: LMI default" "grep -q '^kv_cache_config.free_gpu_memory_fraction = 0.95  (LMI default' <<<\"\$out\""
 expect "print-config: library default" "grep -q '^kv_cache_config.host_cache_size = 0  (default)' <<<\"\$out\""
 expect "print-config: max_output_len" "grep -q '^serve.max_output_len = 128' <<<\"\$out\""
+expect "print-config: tensor_parallel_degree max" "grep -q '^tensor_parallel_size = 0  (.*serving.properties:2 (option.tensor_parallel_degree))' <<<\"\$out\""
 expect "warning: unknown key" "grep -q 'unknown key option.mystery_knob' '$work/cfg.err'"
 expect "warning: trust_remote_code" "grep -q 'option.trust_remote_code is ignored' '$work/cfg.err'"
 # Environment only (HF_MODEL_ID names a local directory).
@@ -44,8 +45,11 @@ printf 'option.max_rolling_batch_size=lots\n' >"$work/bad.properties"
 err=$("$bin" serve "$model" --config "$work/bad.properties" --print-config 2>&1 >/dev/null); rc=$?
 expect "bad value: exit 2" "[[ $rc == 2 ]]"
 expect "bad value: names source, key and value" "grep -q 'bad.properties:1: option.max_rolling_batch_size: .*lots' <<<\"\$err\""
-err=$(OPTION_TENSOR_PARALLEL_DEGREE=4 "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
-expect "tensor_parallel_degree 4 refused" "[[ $rc == 2 ]] && grep -q 'OPTION_TENSOR_PARALLEL_DEGREE: option.tensor_parallel_degree: 4 needs tensor parallelism' <<<\"\$err\""
+out=$(OPTION_TENSOR_PARALLEL_DEGREE=4 OPTION_USE_CUSTOM_ALL_REDUCE=false "$bin" serve "$model" --print-config 2>/dev/null); rc=$?
+expect "tensor_parallel_degree 4 maps onto tensor_parallel_size" "[[ $rc == 0 ]] && grep -q '^tensor_parallel_size = 4  (OPTION_TENSOR_PARALLEL_DEGREE (option.tensor_parallel_degree))' <<<\"\$out\""
+expect "use_custom_all_reduce maps onto cuda_tuning" "grep -q '^cuda_tuning = custom_all_reduce=off  (OPTION_USE_CUSTOM_ALL_REDUCE' <<<\"\$out\""
+err=$(OPTION_TENSOR_PARALLEL_DEGREE=two "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
+expect "tensor_parallel_degree two refused" "[[ $rc == 2 ]] && grep -q 'OPTION_TENSOR_PARALLEL_DEGREE: option.tensor_parallel_degree: .*a positive integer or max' <<<\"\$err\""
 err=$(OPTION_QUANTIZE=awq "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
 expect "quantize awq refused" "[[ $rc == 2 ]] && grep -q 'quantizes at server start to fp8 only' <<<\"\$err\""
 out=$(OPTION_QUANTIZE=fp8 "$bin" serve "$model" --print-config 2>/dev/null); rc=$?

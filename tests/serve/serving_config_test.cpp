@@ -54,6 +54,8 @@ TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {
                    {"option.enable_chunked_context", {"false", "x:1"}},
                    {"option.max_num_tokens", {"512", "x:2"}},
                    {"job_queue_size", {"7", "x:3"}},
+                   {"option.tensor_parallel_degree", {"max", "x:6"}},
+                   {"option.use_custom_all_reduce", {"false", "x:7"}},
                    {"option.trust_remote_code", {"true", "x:4"}},
                    {"option.not_a_thing", {"1", "x:5"}}};
   auto r = applyLmi(s, c, o, prov);
@@ -67,6 +69,9 @@ TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {
   EXPECT_FALSE(c.scheduler_config.enable_chunked_context);
   EXPECT_EQ(c.max_num_tokens, 512);
   EXPECT_EQ(o.max_queued_requests, 7);
+  EXPECT_EQ(c.tensor_parallel_size, 0);  // max: every visible GPU, resolved by the engine
+  EXPECT_FALSE(c.cuda_tuning.custom_all_reduce);
+  EXPECT_EQ(prov.at("tensor_parallel_size"), "x:6 (option.tensor_parallel_degree)");
   // LMI's defaults for what was not given.
   EXPECT_EQ(c.max_input_len, 1024);
   EXPECT_EQ(o.max_output_len, 512);
@@ -110,9 +115,11 @@ TEST(ServingConfig, ErrorsNameKeyValueAndSource) {
   std::string m = err({{"option.max_rolling_batch_size", {"lots", "serving.properties:3"}}});
   EXPECT_NE(m.find("serving.properties:3: option.max_rolling_batch_size"), std::string::npos) << m;
   EXPECT_NE(m.find("lots"), std::string::npos) << m;
-  m = err({{"option.tensor_parallel_degree", {"2", "TENSOR_PARALLEL_DEGREE"}}});
+  m = err({{"option.tensor_parallel_degree", {"two", "TENSOR_PARALLEL_DEGREE"}}});
   EXPECT_NE(m.find("TENSOR_PARALLEL_DEGREE"), std::string::npos) << m;
-  EXPECT_NE(m.find("tensor parallelism"), std::string::npos) << m;
+  EXPECT_NE(m.find("a positive integer or max"), std::string::npos) << m;
+  m = err({{"option.use_custom_all_reduce", {"maybe", "f:2"}}});
+  EXPECT_NE(m.find("true or false"), std::string::npos) << m;
   m = err({{"option.quantize", {"awq", "OPTION_QUANTIZE"}}});
   EXPECT_NE(m.find("OPTION_QUANTIZE"), std::string::npos) << m;
   EXPECT_NE(m.find("fp8 only"), std::string::npos) << m;

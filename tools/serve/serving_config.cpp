@@ -49,7 +49,6 @@ std::optional<int64_t> parseInt(const std::string& v) {
 const std::map<std::string, std::string>& ignoredOptions() {
   static const std::map<std::string, std::string> m = {
       {"option.trust_remote_code", "llmrt runs no model code from the checkpoint"},
-      {"option.use_custom_all_reduce", "tensor parallelism is not supported yet"},
       {"option.use_fused_mlp", "llmrt's kernels choose their own fusion"},
       {"option.rotary_base", "llmrt reads rope_theta from config.json"},
       {"option.rotary_dim", "llmrt reads the rotary dimension from config.json"},
@@ -188,14 +187,14 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
       options.max_output_len = static_cast<int32_t>(*n);
       provenance["serve.max_output_len"] = v.source + " (" + key + ")";
     } else if (key == "option.tensor_parallel_degree") {
-      if (lower(val) != "max") {
-        auto n = parseInt(val);
-        if (!n || *n < 1) return badValue(key, v, "a positive integer or max");
-        if (*n > 1)
-          return invalidArgument(v.source + ": " + key + ": " + val +
-                                 " needs tensor parallelism, which llmrt does not have yet; use 1 (or max on one GPU)");
-      }
-      provenance["serve.tensor_parallel_degree"] = v.source + " (" + key + "=" + val + ": one GPU)";
+      // max: every visible GPU (EngineConfig::tensor_parallel_size 0).
+      const bool max = lower(val) == "max";
+      auto n = parseInt(val);
+      if (!max && (!n || *n < 1)) return badValue(key, v, "a positive integer or max");
+      LLMRT_RETURN_IF_ERROR(setEngine(key, "tensor_parallel_size", max ? "0" : val, v));
+    } else if (key == "option.use_custom_all_reduce") {
+      LLMRT_ASSIGN_OR_RETURN(bool b, boolOf(key, v));
+      LLMRT_RETURN_IF_ERROR(setEngine(key, "cuda_tuning", b ? "custom_all_reduce=on" : "custom_all_reduce=off", v));
     } else if (key == "option.tokens_per_block") {
       LLMRT_RETURN_IF_ERROR(setCount(key, "kv_cache_config.tokens_per_block", v));
     } else if (key == "option.batch_scheduler_policy") {
@@ -260,7 +259,7 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
                                         "option.batch_scheduler_policy", "option.kv_cache_free_gpu_mem_fraction",
                                         "option.enable_trt_overlap", "option.enable_kv_cache_reuse",
                                         "option.enable_chunked_context", "option.max_num_tokens",
-                                        "option.multi_block_mode", "option.dtype", "option.quantize",
+                                        "option.multi_block_mode", "option.dtype", "option.quantize", "option.use_custom_all_reduce",
                                         "option.max_model_len", "job_queue_size"};
       result.warnings.push_back(v.source + ": unknown key " + printableText(key, 80) + " is ignored" +
                                 didYouMean(key, known));
@@ -287,7 +286,6 @@ std::string describeServeConfig(const EngineConfig& config, const ServeOptions& 
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", options.shutdown_timeout_s);
   line("serve.shutdown_timeout", buf);
-  if (provenance.count("serve.tensor_parallel_degree")) line("serve.tensor_parallel_degree", "1");
   return out;
 }
 
