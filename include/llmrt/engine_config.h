@@ -122,7 +122,7 @@ struct EngineConfig {
   // one thread each, under one scheduler and KV cache manager; in [1, 64]. backend cuda: rank r
   // on GPU r % (visible GPUs), at most 8 ranks (ranks sharing a GPU work, for tests, without a
   // speed-up); backend cpu: each rank its own CPU backend of num_threads / size threads.
-  // Mixture-of-experts models are not sharded yet. 0 = every visible GPU (LMI's
+  // Mixture-of-experts layers split every expert. 0 = every visible GPU (LMI's
   // tensor_parallel_degree max; backend cpu or no GPU: 1).
   int32_t tensor_parallel_size = 1;
   // Overlap scheduling: prepare and launch step N+1 while the device runs step N, feeding

@@ -32,12 +32,12 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& conf
     return unimplemented("quantization fp8: backend " + backend.name() + " has no FP8 products; use quantization none");
   ModelConfig local = config;
   if (options.comm != nullptr && options.comm->size() > 1) {
-    if (config.decoder.num_experts > 0)
-      return unimplemented("tensor parallelism: mixture-of-experts models are not sharded yet");
     LLMRT_ASSIGN_OR_RETURN(const TensorParallelPlan plan, planTensorParallel(config, options.comm->size()));
     local.num_attention_heads = plan.q_heads;
     local.num_key_value_heads = plan.kv_heads;
     local.intermediate_size = config.intermediate_size / plan.tp;
+    local.decoder.moe_intermediate_size = config.decoder.moe_intermediate_size / plan.tp;  // (each expert split)
+    local.decoder.shared_expert_intermediate_size = config.decoder.shared_expert_intermediate_size / plan.tp;
   }
   std::unique_ptr<DecoderModel> m(new DecoderModel(local, backend));
   m->comm_ = options.comm;
@@ -401,19 +401,26 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
     rowParallelAdd(act, L.down_w, L.down_b, x);
     return;
   }
+  // Tensor parallelism: every expert (and the shared expert) is split by its intermediate
+  // features, the router and the shared expert's gate replicated, so every rank routes alike and
+  // adds its share of each chosen expert; as in rowParallelAdd, rank 0 adds to x, the others
+  // to zeros, and x's all-reduce sums the shares.
   TensorView logits = buf(kRouterLogits, d.num_experts);
   backend_.linear(h, L.router_w, nullptr, logits);
+  if (comm_ != nullptr && comm_->rank() != 0) backend_.scaleSoftcap(x, 0.0f, 0.0f);  // x = 0
   backend_.moeAdd(h, logits, L.experts_gate_up, L.experts_down,
                   MoeRouting{d.num_experts, d.experts_per_token, d.norm_topk_prob}, d.activation, x);
-  if (L.shared_up.data == nullptr) return;
-  // Qwen2-MoE's shared expert, scaled by sigmoid(its gate) (HF adds it to the experts' sum).
-  const int64_t SI = d.shared_expert_intermediate_size;
-  TensorView up = buf(kUp, 2 * SI), act = buf(kAct, SI), out = buf(kBranch, c.hidden_size), gate = buf(kSharedGate, 1);
-  backend_.linear(h, L.shared_up, nullptr, up);
-  mlpActivation(up, act);
-  backend_.linear(act, L.shared_down, nullptr, out);
-  backend_.linear(h, L.shared_gate, nullptr, gate);
-  backend_.sigmoidGatedAdd(out, gate, x);
+  if (L.shared_up.data != nullptr) {
+    // Qwen2-MoE's shared expert, scaled by sigmoid(its gate) (HF adds it to the experts' sum).
+    const int64_t SI = d.shared_expert_intermediate_size;
+    TensorView up = buf(kUp, 2 * SI), act = buf(kAct, SI), out = buf(kBranch, c.hidden_size), gate = buf(kSharedGate, 1);
+    backend_.linear(h, L.shared_up, nullptr, up);
+    mlpActivation(up, act);
+    backend_.linear(act, L.shared_down, nullptr, out);
+    backend_.linear(h, L.shared_gate, nullptr, gate);
+    backend_.sigmoidGatedAdd(out, gate, x);
+  }
+  if (comm_ != nullptr) collective(backend_.allReduceSum(*comm_, x));
 }
 
 void DecoderModel::collective(const Status& st) {

@@ -33,8 +33,8 @@ struct DecoderModelOptions {
   // Tensor parallelism: this model is rank comm->rank() of comm->size() (model/tensor_parallel.h);
   // it loads its share of the weights, and each step's forward must run on every rank of the
   // group at once (one thread each), with the same inputs. Null: one rank, no collectives (a
-  // group of one runs them: what TP=1 through a communicator costs). Mixture-of-experts models
-  // are not sharded yet. The collectives are the backend's (Backend::allReduceSum,
+  // group of one runs them: what TP=1 through a communicator costs). Mixture-of-experts layers
+  // split every expert by its intermediate features. The collectives are the backend's (Backend::allReduceSum,
   // allGatherColumns): on the device for CUDA communicators, through the host otherwise.
   Communicator* comm = nullptr;
 };

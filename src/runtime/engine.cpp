@@ -291,8 +291,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
   LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, source, *e->backend_, model_options));
   LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
-  LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend)",
-                 formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str());
+  LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend%s)",
+                 formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str(), tp > 1 ? ", rank 0" : "");
+  for (size_t i = 0; i < peers.size(); ++i)
+    LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend, rank %zu)",
+                   formatBytes(peers[i].backend->weightBytes()).c_str(), peers[i].backend->name().c_str(), i + 1);
   if (e->backend_->device() != Device::kCpu) {
     // Activation buffers for a full step, allocated before the KV cache takes what is left,
     // so no step can run out of memory (the CPU backend grows them on demand instead).
