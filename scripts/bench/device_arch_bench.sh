@@ -14,17 +14,8 @@
 # Steps: latency --input-len 128 --output-len 128 --warmup 2 --iters 5; for mixtral-8l also
 # throughput 64 x 128/128 (--max-batch-size 64) and 512 x 128/128 (--max-batch-size 512
 # --max-num-tokens 8192). Environment: BENCH_FLAGS (appended to every llmrt-bench command).
-set -u
-if [[ $# -lt 3 ]]; then
-  echo "usage: $0 BUILD_DIR OUT_DIR PRESET..." >&2
-  exit 2
-fi
-build=$(cd "$1" && pwd) || exit 2
-mkdir -p "$2" || exit 2
-out=$(cd "$2" && pwd)
+min_args=3 usage="BUILD_DIR OUT_DIR PRESET..." source "$(dirname "$0")/device_args.sh"
 shift 2
-here=$(cd "$(dirname "$0")" && pwd)
-bin=$build/bin/llmrt-bench
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 read -r -a extra <<<"${BENCH_FLAGS:-}"

@@ -13,16 +13,7 @@
 # 512 x 128/128 (--max-batch-size 512 --max-num-tokens 8192); with PROFILE=1 also an fp8 latency
 # run with --cuda-tuning profile=on (the per-op table in fp8_profile.log).
 # Environment: BENCH_FLAGS (appended to every llmrt-bench command).
-set -u
-if [[ $# -lt 2 ]]; then
-  echo "usage: $0 BUILD_DIR OUT_DIR" >&2
-  exit 2
-fi
-build=$(cd "$1" && pwd) || exit 2
-mkdir -p "$2" || exit 2
-out=$(cd "$2" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-bin=$build/bin/llmrt-bench
+source "$(dirname "$0")/device_args.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PYTHONUNBUFFERED=1
 read -r -a extra <<<"${BENCH_FLAGS:-}"

@@ -11,16 +11,7 @@
 # Environment: RUN_TIMEOUT (seconds per run, 300); BENCH_FLAGS (appended to every llmrt-bench command); ROUNDS (latency rounds, 2);
 # NCCL_LIB_DIR (where
 # libnccl.so.2 is; default: found under python's site-packages).
-set -u
-if [[ $# -lt 2 ]]; then
-  echo "usage: $0 BUILD_DIR OUT_DIR" >&2
-  exit 2
-fi
-build=$(cd "$1" && pwd) || exit 2
-mkdir -p "$2" || exit 2
-out=$(cd "$2" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
-bin=$build/bin/llmrt-bench
+source "$(dirname "$0")/device_args.sh"
 nccl_dir=${NCCL_LIB_DIR:-$(dirname "$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | head -n 1)")}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$nccl_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export NCCL_NVLS_ENABLE=0
