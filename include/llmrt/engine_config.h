@@ -89,7 +89,9 @@ struct CudaTuning {
   // Tensor parallelism over GPUs: the custom all-reduce kernels (peer access) for messages up to
   // 8 MiB, NCCL beyond (on; LMI's use_custom_all_reduce), or NCCL for every all-reduce (off).
   bool custom_all_reduce = true;
-  // One GPU: run the tensor-parallel collectives through a group of one rank (what they cost).
+  // One GPU through a communicator group of one rank: the tensor-parallel step structure (each
+  // residual product then its all-reduce, which exchanges nothing; the fused norm chain split)
+  // for measuring what that structure costs.
   bool tp1_collectives = false;
   bool profile = false;            // time every op (turns graphs off) and print a table at exit
 

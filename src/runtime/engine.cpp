@@ -190,9 +190,10 @@ class BackendMemoryReporter final : public KvMemoryReporter {
   uint64_t sharers_;
 };
 
-// How many tensor-parallel ranks run on `rank`'s device (CUDA: rank r on GPU r % visible GPUs).
+// How many tensor-parallel ranks share `rank`'s memory (CUDA: rank r on GPU r % visible GPUs;
+// CPU: all of them).
 int ranksOnDevice(const EngineConfig& c, int rank) {
-  if (c.backend != BackendKind::kCuda) return 1;
+  if (c.backend != BackendKind::kCuda) return c.tensor_parallel_size;  // CPU ranks share the host's memory
 #if LLMRT_HAVE_CUDA
   const int gpus = std::max(1, cudaDeviceCount());
   int n = 0;

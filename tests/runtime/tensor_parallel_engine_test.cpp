@@ -35,8 +35,17 @@ std::string cudaMissing() {
   return llm.isOk() ? "" : llm.status().message();
 }
 
-RankRun generate(LlmArgs args, int tp, BackendKind backend = BackendKind::kCpu) {
-  args.model = testmodels::bundledDir();
+// The bundled model's prompts: two sharing a prefix (reused with block reuse on).
+std::vector<Prompt> textPrompts() {
+  const std::string shared = "The program reads the configuration file and prints the list of packages that";
+  return {Prompt::fromText(shared + " depend on it."), Prompt::fromText("Once upon a time"),
+          Prompt::fromText(shared + " it needs, one per line."), Prompt::fromText("A cat sat on the mat and")};
+}
+
+// args.model (the bundled model when empty) generating `prompts` greedily on `tp` ranks.
+RankRun generate(LlmArgs args, int tp, BackendKind backend = BackendKind::kCpu,
+                 const std::vector<Prompt>& prompts = textPrompts()) {
+  if (args.model.empty()) args.model = testmodels::bundledDir();
   args.backend = backend;
   args.num_threads = 2;
   args.tensor_parallel_size = tp;
@@ -49,10 +58,6 @@ RankRun generate(LlmArgs args, int tp, BackendKind backend = BackendKind::kCpu) 
   sp.ignore_eos = true;
   RequestOptions ro;
   ro.return_context_logits = true;
-  const std::string shared = "The program reads the configuration file and prints the list of packages that";
-  std::vector<Prompt> prompts{Prompt::fromText(shared + " depend on it."), Prompt::fromText("Once upon a time"),
-                              Prompt::fromText(shared + " it needs, one per line."),
-                              Prompt::fromText("A cat sat on the mat and")};
   auto outs = (*llm)->generate(prompts, {sp}, {ro});
   EXPECT_TRUE(outs.isOk()) << outs.status().toString();
   RankRun r;
@@ -96,6 +101,25 @@ TEST(TensorParallelEngine, TwoCpuRanksGenerateAsOne) {
   expectSame(one, two, "chunked, reused, paused");
   EXPECT_GT(two.stats.pauses, 0u) << "the small cache should pause requests";
   EXPECT_GT(two.stats.reused_blocks, 0u) << "the shared prefix should be reused";
+}
+
+// A mixture of experts (the tiny Mixtral golden: 4 experts, top 2), each expert split over 2 CPU
+// ranks, through the engine with 8-token chunks, batched: as one rank.
+TEST(TensorParallelEngine, MixtureOfExpertsOnTwoCpuRanksGeneratesAsOne) {
+  LlmArgs args;
+  args.model = std::string(LLMRT_TEST_DATA) + "/golden/mixtral_moe";
+  args.max_num_tokens = 8;
+  args.kv_cache_config.tokens_per_block = 8;
+  std::vector<Prompt> prompts;
+  std::vector<TokenId> shared;
+  for (int i = 0; i < 19; ++i) shared.push_back(static_cast<TokenId>((i * 37 + 11) % 256));
+  for (int tail = 0; tail < 3; ++tail) {
+    std::vector<TokenId> ids = shared;
+    for (int i = 0; i <= tail; ++i) ids.push_back(static_cast<TokenId>(200 + 7 * tail + i));
+    prompts.push_back(Prompt::fromIds(ids));
+  }
+  const RankRun one = generate(args, 1, BackendKind::kCpu, prompts), two = generate(args, 2, BackendKind::kCpu, prompts);
+  expectSame(one, two, "mixtral, chunked");
 }
 
 TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {

@@ -17,10 +17,15 @@ CudaCommunicator* onDevice(Communicator& comm, int device) {
 }
 }  // namespace
 
+// A failure while a step is being recorded (a buffer that had to grow) is no collective's error:
+// recordOrReplay drops the record and runs the step op by op, collectives included, so the
+// group must not be aborted for it. Any other failure is the backend's error.
+Status CudaBackend::recordingFailed() const { return graphs_.recording() ? Status::ok() : error_; }
+
 Status CudaBackend::allReduceSum(Communicator& comm, TensorView t) {
   CudaCommunicator* c = onDevice(comm, options_.device);
   if (c == nullptr) return Backend::allReduceSum(comm, t);
-  if (failed()) return error_;
+  if (failed()) return recordingFailed();
   if (t.dtype != DType::kF32 || viewRowStride(t) != viewCols(t))
     return invalidArgument("allReduceSum: a contiguous F32 view expected");
   Status st = c->allReduceSumAsync(static_cast<float*>(t.data), viewRows(t) * viewCols(t), stream_.get());
@@ -31,7 +36,7 @@ Status CudaBackend::allReduceSum(Communicator& comm, TensorView t) {
 Status CudaBackend::allGatherColumns(Communicator& comm, const TensorView& local, TensorView out) {
   CudaCommunicator* c = onDevice(comm, options_.device);
   if (c == nullptr) return Backend::allGatherColumns(comm, local, out);
-  if (failed()) return error_;
+  if (failed()) return recordingFailed();
   const int64_t rows = viewRows(local), cols = viewCols(local);
   if (local.dtype != DType::kF32 || out.dtype != DType::kF32 || viewRowStride(local) != cols ||
       viewRows(out) != rows || viewCols(out) != cols * comm.size())

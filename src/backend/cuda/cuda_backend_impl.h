@@ -108,6 +108,8 @@ class CudaBackend final : public Backend {
   // With a CudaCommunicator: enqueued on the stream (recorded into graphs); else Backend's.
   Status allReduceSum(Communicator& comm, TensorView t) override;
   Status allGatherColumns(Communicator& comm, const TensorView& local, TensorView out) override;
+  // What a collective reports once the backend failed (cuda_backend_collectives.cpp).
+  Status recordingFailed() const;
 
   Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) override;
   const KvPoolGeometry& kvGeometry() const override { return kv_.geometry(); }

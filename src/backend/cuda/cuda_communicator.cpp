@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <mutex>
+#include <shared_mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,6 @@ struct Nccl {
   decltype(&ncclCommDestroy) commDestroy = nullptr;
   decltype(&ncclCommAbort) commAbort = nullptr;
   decltype(&ncclAllReduce) allReduce = nullptr;
-  decltype(&ncclAllGather) allGather = nullptr;
   std::string error;  // why it could not be opened ("" when it was)
 };
 
@@ -56,7 +57,6 @@ const Nccl& nccl() {
     get(n.commDestroy, "ncclCommDestroy");
     get(n.commAbort, "ncclCommAbort");
     get(n.allReduce, "ncclAllReduce");
-    get(n.allGather, "ncclAllGather");
   });
   return n;
 }
@@ -85,16 +85,22 @@ struct GroupState {
   std::vector<CudaStream> host_streams;
   std::vector<float*> host_buffers;  // (in `memory`)
 
+  std::shared_mutex nccl_mu;  // NCCL calls (shared) against abort's ncclCommAbort (exclusive)
+
   ~GroupState() {
-    const bool ok = barrier == nullptr || barrier->aborted().isOk();
     for (ncclComm_t c : comms)
-      if (c) (void)(ok ? nccl().commDestroy(c) : nccl().commAbort(c));
+      if (c) (void)nccl().commDestroy(c);
   }
 
   Status abortedStatus() { return barrier->aborted(); }
+  // Releases every waiting rank: the custom kernels poll the abort word; NCCL's communicators
+  // are aborted (their queued collectives end) and dropped.
   void abort(const Status& why) {
     barrier->abort(why);
     if (abort_word) *static_cast<volatile int*>(abort_word.get()) = 1;
+    std::unique_lock<std::shared_mutex> lock(nccl_mu);
+    for (ncclComm_t& c : comms)
+      if (c) (void)nccl().commAbort(std::exchange(c, nullptr));
   }
 };
 
@@ -114,10 +120,13 @@ class CudaGroupCommunicator final : public CudaCommunicator {
     if (count < 0) return invalidArgument("allReduceSum: negative count");
     if (size() == 1) return Status::ok();  // (a group of one has nothing to add)
     const int64_t bytes = count * static_cast<int64_t>(sizeof(float));
-    if (g_->use_nccl && !(g_->custom_small && bytes <= kCustomAllReduceMaxBytes))
-      return ncclStatus(nccl().allReduce(data, data, static_cast<size_t>(count), ncclFloat32, ncclSum,
-                                         g_->comms[static_cast<size_t>(rank_)], stream),
+    if (g_->use_nccl && !(g_->custom_small && bytes <= kCustomAllReduceMaxBytes)) {
+      std::shared_lock<std::shared_mutex> lock(g_->nccl_mu);
+      ncclComm_t comm = g_->comms[static_cast<size_t>(rank_)];
+      if (comm == nullptr) return g_->abortedStatus();  // (aborted meanwhile)
+      return ncclStatus(nccl().allReduce(data, data, static_cast<size_t>(count), ncclFloat32, ncclSum, comm, stream),
                         "allReduce");
+    }
     // Two-shot reads 2 * count per rank instead of ranks * count: better from a few ranks and
     // messages past decode size.
     const bool two_shot = size() > 2 && bytes > (256 << 10);
@@ -309,6 +318,8 @@ Result<std::vector<std::unique_ptr<Communicator>>> makeCudaGroup(const CudaGroup
     st = ncclStatus(nccl().commInitAll(g->comms.data(), n, g->devices.data()), "commInitAll");
     g->use_nccl = st.isOk();
     if (!st.isOk()) {
+      for (ncclComm_t c : g->comms)
+        if (c) (void)nccl().commDestroy(c);
       g->comms.clear();
       if (options.custom_all_reduce) {  // (the custom kernels serve every size instead)
         LLMRT_LOG_WARNING("tensor parallelism: %s; the custom all-reduce serves every message", st.message().c_str());

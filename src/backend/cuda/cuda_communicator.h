@@ -16,6 +16,9 @@
 
 namespace llmrt {
 
+// The host collectives (Communicator's) run on a stream of their own but share the device
+// collectives' staging buffers and counters: call them only when none of this rank's device
+// collectives is still queued (after a sync of the stream they were enqueued on).
 class CudaCommunicator : public Communicator {
  public:
   // The CUDA device of this rank.
