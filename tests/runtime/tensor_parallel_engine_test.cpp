@@ -1,8 +1,9 @@
 // An engine of 2 CPU ranks (EngineConfig::tensor_parallel_size) against one rank on the bundled
 // model: the same greedy tokens and context logits within float32 reduction order, through the
 // one scheduler and KV cache manager — batched requests, chunked prompts, a reused prefix and the
-// pauses of MAX_UTILIZATION under a small cache; the same on one GPU with two CUDA ranks sharing
-// it, and TP=1 through a communicator bit-exact. Bad sizes are one-line errors.
+// pauses of MAX_UTILIZATION under a small cache, host offload and onboarding, a mixture of
+// experts; the same on one GPU with two CUDA ranks sharing it, and TP=1 through a communicator
+// bit-exact. Bad sizes are one-line errors.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -120,6 +121,58 @@ TEST(TensorParallelEngine, MixtureOfExpertsOnTwoCpuRanksGeneratesAsOne) {
   }
   const RankRun one = generate(args, 1, BackendKind::kCpu, prompts), two = generate(args, 2, BackendKind::kCpu, prompts);
   expectSame(one, two, "mixtral, chunked");
+}
+
+// Host offload at 2 CPU ranks: a small primary pool pushes the shared system prompt's blocks to
+// the host pool, later requests onboard them, and every copy runs on every rank's pools (each
+// holds its KV heads under the same block ids); the tokens equal one rank's.
+TEST(TensorParallelEngine, HostOffloadAndOnboardRunOnEveryRank) {
+  struct Run {
+    std::vector<std::vector<TokenId>> tokens;
+    std::vector<int32_t> cached;
+    LlmStats stats;
+  };
+  auto run = [](int tp) {
+    LlmArgs a;
+    a.model = testmodels::bundledDir();
+    a.backend = BackendKind::kCpu;
+    a.num_threads = 2;
+    a.tensor_parallel_size = tp;
+    a.kv_cache_config.enable_block_reuse = true;
+    a.kv_cache_config.tokens_per_block = 8;
+    a.kv_cache_config.max_tokens = 64;                  // 8 blocks: two requests' worth
+    a.kv_cache_config.host_cache_size = uint64_t{1} << 20;  // plenty of host blocks
+    Run r;
+    auto llm = LLM::create(a);
+    EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+    if (!llm.isOk()) return r;
+    std::vector<TokenId> system;
+    for (int i = 0; i < 16; ++i) system.push_back(static_cast<TokenId>(100 + 13 * i));
+    SamplingParams sp;
+    sp.temperature = 0.0f;
+    sp.max_tokens = 4;
+    sp.ignore_eos = true;
+    for (int q = 0; q < 6; ++q) {
+      // Even requests: the system prompt and a question; odd ones: unrelated text filling the
+      // primary pool, which offloads every cached block.
+      std::vector<TokenId> ids = q % 2 == 0 ? system : std::vector<TokenId>{};
+      for (int i = 0; i < (q % 2 == 0 ? 12 : 56); ++i) ids.push_back(static_cast<TokenId>(3000 + 97 * q + 7 * i));
+      auto out = (*llm)->generate({Prompt::fromIds(ids)}, {sp});
+      EXPECT_TRUE(out.isOk()) << out.status().toString();
+      if (!out.isOk()) return r;
+      r.tokens.push_back((*out)[0].outputs[0].token_ids);
+      r.cached.push_back((*out)[0].cached_tokens);
+    }
+    r.stats = (*llm)->stats();
+    return r;
+  };
+  const Run one = run(1), two = run(2);
+  EXPECT_EQ(one.tokens, two.tokens);
+  EXPECT_EQ(one.cached, two.cached);
+  EXPECT_GT(two.stats.offloaded_blocks, 0u);
+  EXPECT_GT(two.stats.onboarded_blocks, 0u);
+  EXPECT_GE(two.cached[2], 16);  // the later system-prompt requests reuse its onboarded blocks
+  EXPECT_GE(two.cached[4], 16);
 }
 
 TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {
