@@ -1,12 +1,13 @@
 // An engine of 2 CPU ranks (EngineConfig::tensor_parallel_size) against one rank on the bundled
 // model: the same greedy tokens and context logits within float32 reduction order, through the
 // one scheduler and KV cache manager — batched requests, chunked prompts, a reused prefix and the
-// pauses of MAX_UTILIZATION under a small cache, host offload and onboarding, a mixture of
-// experts; the same on one GPU with two CUDA ranks sharing it, and TP=1 through a communicator
+// pauses of MAX_UTILIZATION under a small cache, host offload and onboarding, cancellation, a
+// mixture of experts; the same on one GPU with two CUDA ranks sharing it, and TP=1 through a communicator
 // bit-exact. Bad sizes are one-line errors.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -173,6 +174,43 @@ TEST(TensorParallelEngine, HostOffloadAndOnboardRunOnEveryRank) {
   EXPECT_GT(two.stats.onboarded_blocks, 0u);
   EXPECT_GE(two.cached[2], 16);  // the later system-prompt requests reuse its onboarded blocks
   EXPECT_GE(two.cached[4], 16);
+}
+
+// Cancelling a request mid-generation at 2 CPU ranks: it ends cancelled, its KV blocks are
+// returned, and the next request generates what one rank does.
+TEST(TensorParallelEngine, CancelledRequestLeavesTheRanksReady) {
+  LlmArgs a;
+  a.model = testmodels::bundledDir();
+  a.backend = BackendKind::kCpu;
+  a.num_threads = 2;
+  a.tensor_parallel_size = 2;
+  auto llm = LLM::create(a);
+  ASSERT_TRUE(llm.isOk()) << llm.status().toString();
+  SamplingParams longer;
+  longer.temperature = 0.0f;
+  longer.max_tokens = 200;
+  longer.ignore_eos = true;
+  auto running = (*llm)->generateAsync(Prompt::fromText("Once upon a time"), longer);
+  ASSERT_TRUE(running.isOk()) << running.status().toString();
+  StreamDelta d;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*running)->next(d));
+  (*running)->abort();
+  const RequestOutput cancelled = (*running)->result();
+  EXPECT_EQ(cancelled.outputs[0].finish_reason, FinishReason::kCancelled);
+  EXPECT_LT(cancelled.outputs[0].token_ids.size(), 200u);
+  EXPECT_TRUE((*llm)->executor().waitIdle(std::chrono::milliseconds(10000)));
+  EXPECT_EQ((*llm)->executor().stats().kv_used_blocks, 0);
+  // The ranks go on in lockstep: the next request's tokens are one rank's.
+  SamplingParams sp = longer;
+  sp.max_tokens = 12;
+  auto after = (*llm)->generate({Prompt::fromText("A cat sat on the mat and")}, {sp});
+  ASSERT_TRUE(after.isOk()) << after.status().toString();
+  a.tensor_parallel_size = 1;
+  auto single = LLM::create(a);
+  ASSERT_TRUE(single.isOk());
+  auto want = (*single)->generate({Prompt::fromText("A cat sat on the mat and")}, {sp});
+  ASSERT_TRUE(want.isOk());
+  EXPECT_EQ((*after)[0].outputs[0].token_ids, (*want)[0].outputs[0].token_ids);
 }
 
 TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {
