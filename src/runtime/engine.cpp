@@ -336,10 +336,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     LLMRT_RETURN_IF_ERROR(r.backend->allocateKvPools(geometry, sizing.num_secondary_blocks));
   }
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
-  if (const BackendMemoryStats m = e->backend_->memoryStats(); m.device_total > 0) {
-    LLMRT_LOG_INFO("[MemUsage] %s: weights %s, workspace pool %s reserved (%s in use, peak %s), KV cache %s on the "
+  // Each rank's memory (rank 0 the engine's backend), where the backend reports it.
+  for (size_t r = 0; r <= peers.size(); ++r) {
+    const Backend& b = r == 0 ? *e->backend_ : *peers[r - 1].backend;
+    const BackendMemoryStats m = b.memoryStats();
+    if (m.device_total == 0) continue;
+    LLMRT_LOG_INFO("[MemUsage] %s%s: weights %s, workspace pool %s reserved (%s in use, peak %s), KV cache %s on the "
                    "device + %s pinned on the host; device free %s of %s",
-                   e->backend_->name().c_str(), formatBytes(m.weights).c_str(),
+                   b.name().c_str(), tp > 1 ? strprintf(" rank %zu", r).c_str() : "", formatBytes(m.weights).c_str(),
                    formatBytes(m.workspace_reserved).c_str(), formatBytes(m.workspace_used).c_str(),
                    formatBytes(m.workspace_peak).c_str(), formatBytes(m.kv_primary).c_str(),
                    formatBytes(m.kv_secondary).c_str(), formatBytes(m.device_free).c_str(),
