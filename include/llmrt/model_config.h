@@ -146,7 +146,8 @@ struct ModelConfig {
   // A quantized checkpoint llmrt reads (src/loader/quantization.h), set by the loader from
   // quantization_config / hf_quant_config.json, its weights dequantized at load (activations and
   // the KV cache stay in the compute dtype): "fp8" = float8 E4M3 weights with float scales;
-  // "awq" = AutoAWQ GEMM int4 (`qweight` / `qzeros` / `scales`, awq_group_size). Empty: none.
+  // "int8" = compressed-tensors int8 weights with per-tensor / per-channel scales (W8A8 INT8,
+  // e.g. SmoothQuant's output); "awq" = AutoAWQ GEMM int4 (`qweight` / `qzeros` / `scales`, awq_group_size). Empty: none.
   std::string weight_quantization;
   int64_t awq_group_size = 0;
   // fp8 block scales (`weight_scale_inv`, one per block_rows x block_cols block, transformers'

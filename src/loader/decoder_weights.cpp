@@ -256,7 +256,7 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
 
 namespace {
 
-// FP8 checkpoints (ModelConfig::weight_quantization "fp8"): the name of a float8 weight's scale
+// FP8 and INT8 checkpoints (ModelConfig::weight_quantization "fp8" / "int8"): the name of a code matrix's scale
 // tensor, and whether `scale` fits a [rows, cols] weight (block scales [ceil(rows / br),
 // ceil(cols / bc)]; else one value, or one per row as [rows] or [rows, 1]).
 std::string fp8ScaleName(const ModelConfig& c, std::string_view weight) {
@@ -281,17 +281,17 @@ std::string fp8ScaleExpectation(const ModelConfig& c, const Shape& weight) {
          ", 1])";
 }
 
-// Checks the scale tensor of float8 weight `w`; returns its name.
+// Checks the scale tensor of float8 (or int8) weight `w`; returns its name.
 Result<std::string> checkFp8Scale(const ModelConfig& c, const WeightStore& weights, const WeightEntry& w) {
   const std::string& src = weights.source();
   if (w.shape.rank() != 2)
-    return invalidArgument(src + ": tensor '" + w.name + "' is F8_E4M3 with shape " + w.shape.toString() +
-                           "; only matrices (linear weights) may be float8");
+    return invalidArgument(src + ": tensor '" + w.name + "' is " + std::string(dtypeName(w.dtype)) + " with shape " +
+                           w.shape.toString() + "; only matrices (linear weights) may be quantized");
   const std::string name = fp8ScaleName(c, w.name);
   const WeightEntry* s = weights.find(name);
   if (s == nullptr)
-    return notFound(src + ": tensor '" + name + "' is missing; expected the scales of F8_E4M3 tensor '" + w.name +
-                    "': " + fp8ScaleExpectation(c, w.shape));
+    return notFound(src + ": tensor '" + name + "' is missing; expected the scales of " +
+                    std::string(dtypeName(w.dtype)) + " tensor '" + w.name + "': " + fp8ScaleExpectation(c, w.shape));
   if (!isFloatingPoint(s->dtype) || s->dtype == DType::kF8E4M3 || !fp8ScaleFits(c, w.shape, s->shape))
     return invalidArgument(src + ": tensor '" + name + "' is " + std::string(dtypeName(s->dtype)) + " " +
                            s->shape.toString() + "; expected F32/BF16/F16 " + fp8ScaleExpectation(c, w.shape));
@@ -377,7 +377,8 @@ Result<std::vector<std::string>> checkWeights(const ModelConfig& c, const Weight
       return invalidArgument(src + ": tensor '" + w->name + "' has shape " + w->shape.toString() + "; expected " +
                              e.shape.toString() + " " + e.formula);
     }
-    if (w->dtype == DType::kF8E4M3 && c.weight_quantization == "fp8") {
+    if ((w->dtype == DType::kF8E4M3 && c.weight_quantization == "fp8") ||
+        (w->dtype == DType::kI8 && c.weight_quantization == "int8")) {
       LLMRT_ASSIGN_OR_RETURN(std::string scale, checkFp8Scale(c, weights, *w));
       used.insert(std::move(scale));
     } else if (w->dtype == DType::kF8E4M3 || w->dtype == DType::kI8 || w->dtype == DType::kU8) {
@@ -418,7 +419,8 @@ Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Sha
   if (t->shape != shape)
     return invalidArgument("tensor '" + name + "' has shape " + t->shape.toString() + "; expected " +
                            shape.toString());
-  if (t->dtype == DType::kF8E4M3) return dequantizeFp8(found, *t);
+  if (t->dtype == DType::kF8E4M3 || (t->dtype == DType::kI8 && config_.weight_quantization == "int8"))
+    return dequantizeScaled(found, *t);
   return t;
 }
 
@@ -468,11 +470,14 @@ Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, c
   return hold(std::move(bytes), DType::kF32, shape);
 }
 
-Result<TensorView> DecoderWeightReader::dequantizeFp8(const std::string& name, const TensorView& w) {
+Result<TensorView> DecoderWeightReader::dequantizeScaled(const std::string& name, const TensorView& w) {
   // Float32 math on the codes: w[i][j] = float(code[i][j]) * scale(i, j), as the checkpoint's
-  // dequantization defines it (transformers' FP8 reference, vLLM's weight-only fallback).
-  if (config_.weight_quantization != "fp8" || w.shape.rank() != 2)
-    return unimplemented("tensor '" + name + "' is F8_E4M3 but the checkpoint declares no FP8 quantization");
+  // dequantization defines it (transformers' FP8 reference, vLLM's weight-only fallback;
+  // compressed-tensors' int8 the same with integer codes).
+  const bool int8 = w.dtype == DType::kI8;
+  if (config_.weight_quantization != (int8 ? "int8" : "fp8") || w.shape.rank() != 2)
+    return unimplemented("tensor '" + name + "' is " + std::string(dtypeName(w.dtype)) + " but the checkpoint declares no " +
+                         (int8 ? "INT8" : "FP8") + " quantization");
   const std::string scale_name = fp8ScaleName(config_, name);
   LLMRT_ASSIGN_OR_RETURN(TensorView s, source_(scale_name));
   if (!isFloatingPoint(s.dtype) || s.dtype == DType::kF8E4M3 || !fp8ScaleFits(config_, w.shape, s.shape))
@@ -483,7 +488,12 @@ Result<TensorView> DecoderWeightReader::dequantizeFp8(const std::string& name, c
   convertToF32(s.data, s.dtype, scale.data(), scale.size());
   std::vector<char> bytes(static_cast<size_t>(rows * cols) * sizeof(float));
   float* out = reinterpret_cast<float*>(bytes.data());
-  convertToF32(w.data, DType::kF8E4M3, out, static_cast<size_t>(rows * cols));
+  if (int8) {
+    const auto* codes = static_cast<const int8_t*>(w.data);
+    for (int64_t i = 0; i < rows * cols; ++i) out[i] = static_cast<float>(codes[i]);
+  } else {
+    convertToF32(w.data, DType::kF8E4M3, out, static_cast<size_t>(rows * cols));
+  }
   const int64_t br = config_.fp8_block_rows, bc = config_.fp8_block_cols;
   const int64_t scale_cols = br > 0 ? (cols + bc - 1) / bc : 0;
   for (int64_t i = 0; i < rows; ++i) {

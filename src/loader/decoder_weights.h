@@ -94,8 +94,8 @@ class DecoderWeightReader {
   Result<TensorView> fetch(const std::string& name, const Shape& checkpoint_shape);
   Result<TensorView> hold(std::vector<char> bytes, DType dtype, Shape shape);
   Result<TensorView> transpose(const TensorView& t);
-  // A float8 weight as float32 with its scales applied (ModelConfig::weight_quantization "fp8").
-  Result<TensorView> dequantizeFp8(const std::string& name, const TensorView& w);
+  // A float8 ("fp8") or int8 ("int8") code matrix as float32 with its scales applied.
+  Result<TensorView> dequantizeScaled(const std::string& name, const TensorView& w);
   // An AWQ matrix (ModelConfig::weight_quantization "awq") of checkpoint shape `shape` as float32.
   Result<TensorView> dequantizeAwq(const std::string& name, const Shape& shape);
   Result<std::vector<TensorView>> qkvParts(int64_t layer, bool bias);

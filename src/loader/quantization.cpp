@@ -188,23 +188,28 @@ std::string stringField(const Json& obj, std::string_view key) {
   return it != obj.end() && it->is_string() ? lowered(it->get<std::string>()) : "";
 }
 
-// compressed-tensors (llm-compressor) FP8: format "float-quantized", every group's weights
-// 8-bit floats with one scale per tensor or per output channel.
-bool compressedTensorsFp8(const Json& raw) {
-  if (stringField(raw, "format") != "float-quantized") return false;
+// compressed-tensors (llm-compressor): "fp8" for format "float-quantized" (every group's weights
+// 8-bit floats), "int8" for "int-quantized" (8-bit symmetric integers: W8A8 INT8, SmoothQuant's
+// output), each with one scale per tensor or per output channel; "" for anything else.
+std::string compressedTensorsScheme(const Json& raw) {
+  const std::string format = stringField(raw, "format");
+  const std::string type = format == "float-quantized" ? "float" : format == "int-quantized" ? "int" : "";
+  if (type.empty()) return "";
   auto groups = raw.find("config_groups");
-  if (groups == raw.end() || !groups->is_object() || groups->empty()) return false;
+  if (groups == raw.end() || !groups->is_object() || groups->empty()) return "";
   for (const auto& [name, g] : groups->items()) {
-    if (!g.is_object()) return false;
+    if (!g.is_object()) return "";
     auto w = g.find("weights");
-    if (w == g.end() || !w->is_object()) return false;
+    if (w == g.end() || !w->is_object()) return "";
     auto bits = w->find("num_bits");
+    auto symmetric = w->find("symmetric");
     const std::string strategy = stringField(*w, "strategy");
-    if (stringField(*w, "type") != "float" || bits == w->end() || !bits->is_number_integer() || *bits != 8 ||
-        (strategy != "tensor" && strategy != "channel"))
-      return false;
+    if (stringField(*w, "type") != type || bits == w->end() || !bits->is_number_integer() || *bits != 8 ||
+        (strategy != "tensor" && strategy != "channel") ||
+        (symmetric != w->end() && !(symmetric->is_boolean() && symmetric->get<bool>())))
+      return "";
   }
-  return true;
+  return type == "float" ? "fp8" : "int8";
 }
 
 // AutoAWQ's GEMM checkpoints: 4-bit codes with zero points, groups along the input.
@@ -241,10 +246,15 @@ Status resolveQuantization(const std::optional<QuantizationConfig>& config, cons
   if (!config || !config->raw.is_object()) return checkNotQuantized(config, weights);
   const Json& raw = config->raw;
   const std::string method = stringField(raw, "quant_method"), algo = stringField(raw, "quant_algo");
+  const std::string compressed = method == "compressed-tensors" ? compressedTensorsScheme(raw) : "";
   const bool fp8 = method == "fp8" || (method == "modelopt" && algo == "fp8") ||
                    (method.empty() && algo == "fp8") ||  // hf_quant_config.json's "quantization"
-                   (method == "compressed-tensors" && compressedTensorsFp8(raw));
+                   compressed == "fp8";
   if (method == "awq") return resolveAwq(*config, model);
+  if (compressed == "int8") {
+    model->weight_quantization = "int8";
+    return Status::ok();
+  }
   if (!fp8) return checkNotQuantized(config, weights);
   auto block = raw.find("weight_block_size");
   if (block != raw.end() && !block->is_null()) {

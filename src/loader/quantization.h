@@ -3,7 +3,8 @@
 // the scales and codes): config.json's quantization_config with quant_method
 // "fp8" (block scales with weight_block_size, else per-tensor / per-channel
 // weight_scale), "modelopt" with quant_algo "FP8", compressed-tensors
-// float-quantized 8-bit floats, hf_quant_config.json's quant_algo "FP8", and
+// float-quantized 8-bit floats, hf_quant_config.json's quant_algo "FP8", compressed-tensors
+// int-quantized 8-bit symmetric integers (W8A8 INT8, e.g. SmoothQuant's), and
 // "awq" version gemm, 4 bits, zero_point. Every other quantized checkpoint is recognised so that it is refused
 // with a clear error (StatusCode kUnimplemented) instead of being run as if
 // its integer or float8 codes were weights; any one of these signs counts:
@@ -67,7 +68,7 @@ Status checkNotQuantized(const std::optional<QuantizationConfig>& config, const 
 
 // The quantization llmrt runs for this checkpoint, written into `model`
 // (weight_quantization, fp8_block_rows / fp8_block_cols, awq_group_size):
-// nothing for an unquantized one; "fp8" / "awq" for the configs above (a bad
+// nothing for an unquantized one; "fp8" / "int8" / "awq" for the configs above (a bad
 // weight_block_size is InvalidArgument naming it; another AWQ variant
 // Unimplemented naming what llmrt reads); otherwise checkNotQuantized's error.
 Status resolveQuantization(const std::optional<QuantizationConfig>& config, const WeightStore& weights,

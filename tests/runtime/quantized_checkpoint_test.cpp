@@ -6,9 +6,12 @@
 // compressed-tensors "channel") and one scale per tensor (`weight_scale` [], ModelOpt's
 // hf_quant_config.json). AWQ (AutoAWQ GEMM: 4-bit codes packed 8 per int32 in AWQ's order, zero
 // points, fp16 scales per group of inputs; float(code - zero) * scale), packed here as AutoAWQ's
-// WQLinear_GEMM.from_linear packs. Bad scales or packing are one-line load errors naming the tensor.
+// WQLinear_GEMM.from_linear packs. INT8 (compressed-tensors int-quantized: int8 codes, a scale per
+// output channel). Bad scales or packing are one-line load errors naming the tensor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,7 +29,7 @@ using testutil::Json;
 using testutil::StTensor;
 using testutil::TempDir;
 
-enum class Layout { kBlock, kChannel, kTensor };
+enum class Layout { kBlock, kChannel, kTensor, kInt8Channel };
 
 // The float8 codes and scales of one linear weight, and the float32 weight they stand for.
 struct Fp8Weight {
@@ -44,11 +47,19 @@ Fp8Weight makeWeight(const Shape& shape, Layout layout, std::mt19937& rng) {
   for (float& x : v) x = value(rng);
   Fp8Weight w;
   w.codes.resize(v.size());
-  convertFromF32(v.data(), w.codes.data(), DType::kF8E4M3, v.size());
   std::vector<float> code(v.size());
-  convertToF32(w.codes.data(), DType::kF8E4M3, code.data(), code.size());
+  if (layout == Layout::kInt8Channel) {  // symmetric int8 codes in [-127, 127]
+    for (size_t i = 0; i < v.size(); ++i) {
+      const auto c = static_cast<int8_t>(std::clamp(std::lround(v[i] * 40.0f), -127L, 127L));
+      w.codes[i] = static_cast<char>(c);
+      code[i] = static_cast<float>(c);
+    }
+  } else {
+    convertFromF32(v.data(), w.codes.data(), DType::kF8E4M3, v.size());
+    convertToF32(w.codes.data(), DType::kF8E4M3, code.data(), code.size());
+  }
   if (layout == Layout::kBlock) w.scale_shape = {(rows + block - 1) / block, (cols + block - 1) / block};
-  if (layout == Layout::kChannel) w.scale_shape = {rows, 1};
+  if (layout == Layout::kChannel || layout == Layout::kInt8Channel) w.scale_shape = {rows, 1};
   int64_t n = 1;
   for (int64_t d : w.scale_shape) n *= d;
   for (int64_t i = 0; i < n; ++i) w.scale.push_back(scale(rng));
@@ -56,7 +67,7 @@ Fp8Weight makeWeight(const Shape& shape, Layout layout, std::mt19937& rng) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       const float s = layout == Layout::kBlock     ? w.scale[static_cast<size_t>((i / block) * w.scale_shape[1] + j / block)]
-                      : layout == Layout::kChannel ? w.scale[static_cast<size_t>(i)]
+                      : layout != Layout::kTensor ? w.scale[static_cast<size_t>(i)]
                                                    : w.scale[0];
       w.dequantized[static_cast<size_t>(i * cols + j)] = code[static_cast<size_t>(i * cols + j)] * s;
     }
@@ -77,7 +88,7 @@ void writePair(Layout layout, const std::string& fp8, const std::string& f32) {
     const Fp8Weight w = makeWeight(e.shape, layout, rng);
     q.skip.insert(e.name);
     plain.skip.insert(e.name);
-    q.extra.push_back({e.name, "F8_E4M3", testutil::dims(e.shape), w.codes});
+    q.extra.push_back({e.name, layout == Layout::kInt8Channel ? "I8" : "F8_E4M3", testutil::dims(e.shape), w.codes});
     q.extra.push_back({e.name + (layout == Layout::kBlock ? "_scale_inv" : "_scale"), "F32", w.scale_shape,
                        testutil::bytesOf(w.scale)});
     plain.extra.push_back({e.name, "F32", testutil::dims(e.shape), testutil::bytesOf(w.dequantized)});
@@ -95,6 +106,16 @@ void writePair(Layout layout, const std::string& fp8, const std::string& f32) {
          {{"group_0",
            {{"targets", {"Linear"}},
             {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true}}}}}}}};
+  if (layout == Layout::kInt8Channel)  // llm-compressor's W8A8 INT8 (SmoothQuant + GPTQ recipes write this)
+    jq["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"format", "int-quantized"},
+        {"config_groups",
+         {{"group_0",
+           {{"targets", {"Linear"}},
+            {"weights", {{"num_bits", 8}, {"type", "int"}, {"strategy", "channel"}, {"symmetric", true}}},
+            {"input_activations",
+             {{"num_bits", 8}, {"type", "int"}, {"strategy", "token"}, {"dynamic", true}, {"symmetric", true}}}}}}}};
   testutil::writeModelDir(fp8, jq, q);
   if (layout == Layout::kTensor)
     testutil::writeFile(fp8 + "/hf_quant_config.json",
@@ -171,6 +192,25 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBloc
                                               : info.param == Layout::kChannel ? "channel"
                                                                                : "tensor");
                          });
+
+// compressed-tensors int-quantized (W8A8 INT8: symmetric int8 weights, one scale per output
+// channel; as llm-compressor's SmoothQuant recipes write them): read exactly, float(code) * scale,
+// and run in 32-bit products (auto: the weights dequantized at load).
+TEST(Int8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
+  TempDir tmp;
+  const std::string int8 = tmp.subdir("int8"), f32 = tmp.subdir("f32");
+  writePair(Layout::kInt8Channel, int8, f32);
+  auto m = ModelDirectory::open(int8);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  EXPECT_EQ(m->config.weight_quantization, "int8");
+  EXPECT_TRUE(m->unused_tensors.empty()) << m->unused_tensors.front();  // every scale is read
+  const RequestOutput a = run(int8), b = run(f32);
+  ASSERT_TRUE(a.status.isOk() && b.status.isOk());
+  ASSERT_FALSE(a.context_logits.empty());
+  EXPECT_EQ(a.context_logits, b.context_logits);
+  EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
+
+}
 
 TEST(Fp8CheckpointErrors, BadScalesAreOneLineErrorsNamingTheTensor) {
   const std::string down = "model.layers.1.mlp.down_proj.weight";
