@@ -210,6 +210,16 @@ TEST(Int8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
   EXPECT_EQ(a.context_logits, b.context_logits);
   EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
 
+  // Asymmetric int8 (zero points) is another scheme: refused, naming the method, not misread.
+  const std::string config = int8 + "/config.json";
+  Json j = Json::parse(testutil::readFile(config));
+  j["quantization_config"]["config_groups"]["group_0"]["weights"]["symmetric"] = false;
+  testutil::writeFile(config, j.dump());
+  auto asymmetric = ModelDirectory::open(int8);
+  ASSERT_FALSE(asymmetric.isOk());
+  EXPECT_EQ(asymmetric.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(asymmetric.status().message().find("compressed-tensors"), std::string::npos)
+      << asymmetric.status().toString();
 }
 
 TEST(Fp8CheckpointErrors, BadScalesAreOneLineErrorsNamingTheTensor) {
