@@ -10,13 +10,13 @@
 namespace llmrt {
 
 struct QuantizeOptions {
-  std::string method = "fp8";  // "fp8" (the only method so far)
+  std::string method = "fp8";  // "fp8" or "int8"
   std::string model;           // the source model directory (unquantized)
   std::string output;          // a new directory (absent or empty)
 };
 
 struct QuantizeReport {
-  int64_t quantized_tensors = 0;  // matrices of products written as float8
+  int64_t quantized_tensors = 0;  // matrices of products written as float8 / int8
   int64_t copied_tensors = 0;     // everything else, as it was
   uint64_t bytes_in = 0, bytes_out = 0;  // tensor bytes read and written
 };
@@ -30,6 +30,10 @@ struct QuantizeReport {
 // generation config, ...) are copied. Errors: InvalidArgument for an unknown method, an
 // already quantized model, GPT-2's Conv1D layout, an output that exists and is not empty;
 // the loader's errors for a bad model; Internal for I/O failures (the partial output removed).
+// int8: the same matrices as symmetric int8 codes, scale = max|row| / 127, code = round(w / scale)
+// (nearest even), written as compressed-tensors "int-quantized" (W8A8 INT8 with dynamic per-token
+// activations, as vLLM runs it; llmrt dequantizes the weights at load). No smoothing (that is
+// SmoothQuant's calibration, not implemented).
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& options);
 
 }  // namespace llmrt

@@ -1,4 +1,4 @@
-// quantizeCheckpoint (include/llmrt/quantize.h): a model directory in, an FP8 one out.
+// quantizeCheckpoint (include/llmrt/quantize.h): a model directory in, an FP8 or INT8 one out.
 #include "llmrt/quantize.h"
 
 #include <algorithm>
@@ -33,21 +33,44 @@ void quantizeRows(const TensorView& w, std::vector<char>& codes, std::vector<flo
   quantizeFp8Rows(w, reinterpret_cast<uint8_t*>(codes.data()), scales.data());
 }
 
-// compressed-tensors' description of what quantizeRows writes (vLLM and transformers read it).
-Json compressedTensorsFp8Config() {
+// Row-wise symmetric INT8 of a [rows, cols] matrix: scale = max|row| / 127, code =
+// round(w / scale) (nearest even), in [-127, 127]; a zero row gets scale 0 and zero codes.
+void quantizeRowsInt8(const TensorView& w, std::vector<char>& codes, std::vector<float>& scales) {
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  codes.resize(static_cast<size_t>(rows * cols));
+  scales.resize(static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    convertToF32(static_cast<const char*>(w.data) + r * w.strides[0] * static_cast<int64_t>(dtypeSize(w.dtype)),
+                 w.dtype, row.data(), row.size());
+    float amax = 0.0f;
+    for (float v : row) amax = std::max(amax, std::fabs(v));
+    const float scale = amax / 127.0f;
+    scales[static_cast<size_t>(r)] = scale;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float q = scale > 0.0f ? std::nearbyint(row[static_cast<size_t>(c)] / scale) : 0.0f;
+      codes[static_cast<size_t>(r * cols + c)] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+    }
+  }
+}
+
+// compressed-tensors' description of what quantizeRows / quantizeRowsInt8 write (vLLM and
+// transformers read it): per-channel weights, activations quantized per token at run time.
+Json compressedTensorsConfig(bool int8) {
+  const char* type = int8 ? "int" : "float";
   return Json{
       {"quant_method", "compressed-tensors"},
-      {"format", "float-quantized"},
+      {"format", int8 ? "int-quantized" : "float-quantized"},
       {"quantization_status", "compressed"},
       {"ignore", {"lm_head"}},
       {"config_groups",
        {{"group_0",
          {{"targets", {"Linear"}},
           {"weights",
-           {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}, {"symmetric", true}, {"dynamic", false}}},
+           {{"num_bits", 8}, {"type", type}, {"strategy", "channel"}, {"symmetric", true}, {"dynamic", false}}},
           {"input_activations",
-           {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"symmetric", true}, {"dynamic", true}}}}}}},
-      {"producer", "llmrt quantize --method fp8"}};
+           {{"num_bits", 8}, {"type", type}, {"strategy", "token"}, {"symmetric", true}, {"dynamic", true}}}}}}},
+      {"producer", int8 ? "llmrt quantize --method int8" : "llmrt quantize --method fp8"}};
 }
 
 Status writeTextFile(const std::string& path, const std::string& text) {
@@ -74,9 +97,10 @@ Status prepareOutput(const std::string& model, const std::string& output) {
 }  // namespace
 
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
-  if (o.method != "fp8")
+  if (o.method != "fp8" && o.method != "int8")
     return invalidArgument("quantize: --method has value '" + printableText(o.method, 40) +
-                           "'; expected fp8 (awq and smoothquant are not implemented yet)");
+                           "'; expected fp8 or int8 (awq and smoothquant are not implemented yet)");
+  const bool int8 = o.method == "int8";
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory m, ModelDirectory::open(o.model));
   if (!m.config.weight_quantization.empty() || m.quantization)
     return invalidArgument("quantize: " + o.model + " is already quantized (" +
@@ -84,8 +108,8 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
                            "); start from its 16-bit checkpoint");
   if (archEntry(m.config.arch).names.transposed)
     return invalidArgument("quantize: " + m.config.architecture +
-                           " stores its matrices transposed (Conv1D); fp8 quantization of that layout is not "
-                           "implemented");
+                           " stores its matrices transposed (Conv1D); " + o.method +
+                           " quantization of that layout is not implemented");
   LLMRT_RETURN_IF_ERROR(prepareOutput(o.model, o.output));
 
   std::unordered_set<std::string> products;
@@ -106,9 +130,13 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
     const WeightStore* store = &m.weights;
     if (isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
       ++report.quantized_tensors;
-      entries.push_back({name, DType::kF8E4M3, w.shape, [store, name, scales](std::vector<char>& out) -> Status {
+      entries.push_back({name, int8 ? DType::kI8 : DType::kF8E4M3, w.shape,
+                         [store, name, scales, int8](std::vector<char>& out) -> Status {
                            LLMRT_ASSIGN_OR_RETURN(TensorView t, store->tensor(name));
-                           quantizeRows(t, out, *scales);
+                           if (int8)
+                             quantizeRowsInt8(t, out, *scales);
+                           else
+                             quantizeRows(t, out, *scales);
                            return Status::ok();
                          }});
       entries.push_back({name + "_scale", DType::kF32, Shape{w.shape[0], 1}, [scales](std::vector<char>& out) {
@@ -143,7 +171,7 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
   if (!text.isOk()) return cleanup(text.status());
   Result<Json> root = detail::parseInputJson(*text, config_path, kHfJsonLimits);
   if (!root.isOk()) return cleanup(root.status());
-  (*root)["quantization_config"] = compressedTensorsFp8Config();
+  (*root)["quantization_config"] = compressedTensorsConfig(int8);
   if (Status s = writeTextFile((fs::path(o.output) / "config.json").string(), root->dump(2) + "\n"); !s.isOk())
     return cleanup(s);
   std::error_code ec;

@@ -330,6 +330,9 @@ expect 0 "quantization: +fp8 \(per-tensor or per-channel scales\)" -- "$bin" ins
 expect 0 "." -- "$bin" generate --model "$tmp/fp8" --prompt "The program" --max-tokens 8 --threads 2
 expect 1 "exists and is not an empty directory" -- "$bin" quantize --model "$bundled" --output "$tmp/fp8"
 expect 1 "is already quantized" -- "$bin" quantize --model "$tmp/fp8" --output "$tmp/fp8-again"
+# --method int8: int8 codes, read back as an INT8 checkpoint.
+expect 0 "42 matrices quantized to int8, 14 tensors copied" -- "$bin" quantize --method int8 --model "$bundled" --output "$tmp/int8"
+expect 0 "quantization: +int8 \(per-tensor or per-channel scales\)" -- "$bin" inspect "$tmp/int8"
 expect 1 "--method has value 'awq'; expected fp8" -- "$bin" quantize --method awq --model "$bundled" --output "$tmp/awq"
 expect 2 "output" -- "$bin" quantize --model "$bundled"
 

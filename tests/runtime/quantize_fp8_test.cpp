@@ -1,10 +1,12 @@
-// `llmrt quantize --method fp8` (quantizeCheckpoint) on the bundled model: every product matrix
+// `llmrt quantize --method fp8|int8` (quantizeCheckpoint) on the bundled model: every product matrix
 // becomes float8 codes with one scale per row, within float8's rounding of the original; the
 // output loads, is described as fp8, and predicts what the 16-bit model predicts; bad requests
 // are one-line errors that leave nothing behind.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -76,6 +78,66 @@ TEST(QuantizeFp8, ProductMatricesBecomeFloat8WithinItsRounding) {
     ++checked;
   }
   EXPECT_EQ(checked, 42);
+}
+
+// --method int8: symmetric int8 codes per row (scale = max|row| / 127, round to nearest), read
+// back as an INT8 checkpoint, within half a step of the original, the row's largest value at
+// +-127; the model predicts as the 16-bit one (weights dequantized at load).
+TEST(QuantizeInt8, ProductMatricesBecomeInt8WithinHalfAStepAndPredictAsBefore) {
+  TempDir tmp;
+  const std::string out = tmp.file("int8");
+  auto r = quantizeCheckpoint({.method = "int8", .model = testmodels::bundledDir(), .output = out});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->quantized_tensors, 6 * 7);
+  auto src = ModelDirectory::open(testmodels::bundledDir());
+  auto q = ModelDirectory::open(out);
+  ASSERT_TRUE(src.isOk() && q.isOk()) << q.status().toString();
+  EXPECT_EQ(q->config.weight_quantization, "int8");
+  EXPECT_TRUE(q->unused_tensors.empty());
+  int64_t checked = 0;
+  for (const ExpectedTensor& e : expectedTensors(src->config)) {
+    if (!e.product_matrix) continue;
+    const WeightEntry* w = q->weights.find(e.name);
+    ASSERT_NE(w, nullptr) << e.name;
+    ASSERT_EQ(w->dtype, DType::kI8) << e.name;
+    const TensorView codes = *q->weights.tensor(e.name);
+    const std::vector<float> scale = f32(*q->weights.tensor(e.name + "_scale"));
+    const std::vector<float> orig = f32(*src->weights.tensor(e.name));
+    const int64_t rows = e.shape[0], cols = e.shape[1];
+    for (int64_t i = 0; i < rows; ++i) {
+      const float s = scale[static_cast<size_t>(i)];
+      int code_max = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        const int c = static_cast<const int8_t*>(codes.data)[i * cols + j];
+        code_max = std::max(code_max, std::abs(c));
+        ASSERT_LE(std::abs(static_cast<float>(c) * s - orig[static_cast<size_t>(i * cols + j)]), s * 0.5001f)
+            << e.name << " [" << i << ", " << j << "]";
+      }
+      EXPECT_EQ(code_max, 127) << e.name << " row " << i;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 42);
+  auto next = [](const std::string& dir) {
+    LlmArgs args;
+    args.model = dir;
+    args.backend = BackendKind::kCpu;
+    args.num_threads = 2;
+    auto llm = LLM::create(args);
+    EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+    SamplingParams sp;
+    sp.temperature = 0.0f;
+    sp.max_tokens = 8;
+    sp.ignore_eos = true;
+    auto outs = (*llm)->generate({Prompt::fromText("Once upon a time")}, {sp});
+    EXPECT_TRUE(outs.isOk());
+    return (*outs)[0].outputs[0].token_ids;
+  };
+  const std::vector<TokenId> a = next(testmodels::bundledDir()), b = next(out);
+  ASSERT_EQ(a.size(), b.size());
+  size_t same = 0;
+  for (size_t i = 0; i < a.size() && a[i] == b[i]; ++i) ++same;
+  EXPECT_GE(same, 4u) << "int8 weights should keep the first greedy tokens";
 }
 
 // The quantized checkpoint predicts as the 32-bit model: its weights alone (quantization none:
