@@ -238,7 +238,7 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
       } else {
         return invalidArgument(v.source + ": " + key + "=" + printableText(val, 40) +
                                ": llmrt quantizes at server start to fp8 only (awq and smoothquant are not implemented "
-                               "yet); use fp8, or serve a quantized checkpoint (FP8 or AWQ GEMM, e.g. written by "
+                               "yet); use fp8, or serve a quantized checkpoint (FP8, INT8 or AWQ GEMM, e.g. written by "
                                "`llmrt quantize --method fp8`)");
       }
     } else if (key.rfind("option.smoothquant", 0) == 0 || key.rfind("option.awq", 0) == 0 ||
