@@ -274,9 +274,10 @@ Result<TensorView> DecoderModel::forward(const StepInputs& in, const StepLayout&
   if (sharded()) {
     // Every rank begins the step before any enqueues a collective: beginStep may grow pinned
     // buffers, which waits for the whole GPU, and ranks sharing a GPU would wait for each other.
-    if (!begun.isOk()) comm_->abort(begun);
-    LLMRT_RETURN_IF_ERROR(begun);
-    LLMRT_RETURN_IF_ERROR(comm_->barrier());
+    if (begun.isOk())
+      begun = comm_->barrier();
+    else
+      comm_->abort(begun);
   }
   LLMRT_RETURN_IF_ERROR(begun);
   if (layout.record)

@@ -190,19 +190,22 @@ class BackendMemoryReporter final : public KvMemoryReporter {
   uint64_t sharers_;
 };
 
-// How many tensor-parallel ranks share `rank`'s memory (CUDA: rank r on GPU r % visible GPUs;
-// CPU: all of them).
-int ranksOnDevice(const EngineConfig& c, int rank) {
-  if (c.backend != BackendKind::kCuda) return c.tensor_parallel_size;  // CPU ranks share the host's memory
+// The GPU of tensor-parallel rank `rank`: rank r on GPU r % visible GPUs.
+int rankDevice(int rank) {
 #if LLMRT_HAVE_CUDA
-  const int gpus = std::max(1, cudaDeviceCount());
-  int n = 0;
-  for (int r = 0; r < c.tensor_parallel_size; ++r) n += r % gpus == rank % gpus;
-  return n;
+  return rank % std::max(1, cudaDeviceCount());
 #else
   (void)rank;
-  return 1;
+  return 0;
 #endif
+}
+
+// How many tensor-parallel ranks share `rank`'s memory: those on its GPU; on the CPU all of them.
+int ranksOnDevice(const EngineConfig& c, int rank) {
+  if (c.backend != BackendKind::kCuda) return c.tensor_parallel_size;
+  int n = 0;
+  for (int r = 0; r < c.tensor_parallel_size; ++r) n += rankDevice(r) == rankDevice(rank);
+  return n;
 }
 
 // The ranks' communicators (index = rank): none for one rank (unless tp1_collectives asks for a
@@ -214,9 +217,9 @@ Result<std::vector<std::unique_ptr<Communicator>>> makeCommunicators(const Engin
   if (!cuda) return makeInProcessGroup(tp);
 #if LLMRT_HAVE_CUDA
   CudaGroupOptions g;
-  const int gpus = std::max(1, cudaDeviceCount());
-  for (int r = 0; r < tp; ++r) g.devices.push_back(r % gpus);
+  for (int r = 0; r < tp; ++r) g.devices.push_back(rankDevice(r));
   g.custom_all_reduce = c.cuda_tuning.custom_all_reduce;
+  const int gpus = std::max(1, cudaDeviceCount());
   if (tp > gpus) LLMRT_LOG_WARNING("[TensorParallel] %d ranks on %d GPU(s): ranks share GPUs (no speed-up)", tp, gpus);
   return makeCudaGroup(g);
 #else
@@ -236,7 +239,7 @@ Result<std::unique_ptr<Backend>> createBackend(const ResolvedConfig& r, int rank
   if (c.backend == BackendKind::kCpu) return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(cpuThreadsPerRank(c)));
 #if LLMRT_HAVE_CUDA
   CudaBackendOptions co;
-  co.device = rank % std::max(1, cudaDeviceCount());
+  co.device = rankDevice(rank);
   co.weight_dtype = r.compute_dtype;
   co.kv_dtype = r.kv_dtype;
   co.tuning = c.cuda_tuning;
@@ -292,11 +295,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
   LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, source, *e->backend_, model_options));
   LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
-  LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend%s)",
-                 formatBytes(e->backend_->weightBytes()).c_str(), e->backend_->name().c_str(), tp > 1 ? ", rank 0" : "");
-  for (size_t i = 0; i < peers.size(); ++i)
-    LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend, rank %zu)",
-                   formatBytes(peers[i].backend->weightBytes()).c_str(), peers[i].backend->name().c_str(), i + 1);
+  // The ranks' backends, rank 0 (the engine's) first, for the per-rank memory lines.
+  std::vector<const Backend*> rank_backends{e->backend_.get()};
+  for (const PeerRanks::Rank& r : peers) rank_backends.push_back(r.backend.get());
+  auto rankSuffix = [&](size_t r) { return tp > 1 ? strprintf(", rank %zu", r) : std::string(); };
+  for (size_t r = 0; r < rank_backends.size(); ++r)
+    LLMRT_LOG_INFO("[MemUsageChange] Allocated %s for weights (%s backend%s)",
+                   formatBytes(rank_backends[r]->weightBytes()).c_str(), rank_backends[r]->name().c_str(),
+                   rankSuffix(r).c_str());
   if (e->backend_->device() != Device::kCpu) {
     // Activation buffers for a full step, allocated before the KV cache takes what is left,
     // so no step can run out of memory (the CPU backend grows them on demand instead).
@@ -337,13 +343,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   }
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
   // Each rank's memory (rank 0 the engine's backend), where the backend reports it.
-  for (size_t r = 0; r <= peers.size(); ++r) {
-    const Backend& b = r == 0 ? *e->backend_ : *peers[r - 1].backend;
+  for (size_t r = 0; r < rank_backends.size(); ++r) {
+    const Backend& b = *rank_backends[r];
     const BackendMemoryStats m = b.memoryStats();
     if (m.device_total == 0) continue;
     LLMRT_LOG_INFO("[MemUsage] %s%s: weights %s, workspace pool %s reserved (%s in use, peak %s), KV cache %s on the "
                    "device + %s pinned on the host; device free %s of %s",
-                   b.name().c_str(), tp > 1 ? strprintf(" rank %zu", r).c_str() : "", formatBytes(m.weights).c_str(),
+                   b.name().c_str(), rankSuffix(r).c_str(), formatBytes(m.weights).c_str(),
                    formatBytes(m.workspace_reserved).c_str(), formatBytes(m.workspace_used).c_str(),
                    formatBytes(m.workspace_peak).c_str(), formatBytes(m.kv_primary).c_str(),
                    formatBytes(m.kv_secondary).c_str(), formatBytes(m.device_free).c_str(),

@@ -80,10 +80,7 @@ Status ModelRunner::launch(std::span<const StepSequence> seqs, std::span<const K
   // 1. The plan's block copies (onboards, offloads, partial reuse).
   if (!copies.empty()) {
     LLMRT_RETURN_IF_ERROR(backend_.copyKvBlocks(copies).withContext("KV block copies"));
-    if (peers_) {
-      LLMRT_RETURN_IF_ERROR(peers_->copyKvBlocks(copies).withContext("KV block copies"));
-      LLMRT_RETURN_IF_ERROR(backend_.bindThread());  // (the peers' copies made their GPUs current)
-    }
+    if (peers_) LLMRT_RETURN_IF_ERROR(peers_->copyKvBlocks(copies).withContext("KV block copies"));
   }
 
   // 2. The packed batch.

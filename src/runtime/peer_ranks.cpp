@@ -37,11 +37,8 @@ Status PeerRanks::wait() {
 void PeerRanks::abort(const Status& why) { comms_.front()->abort(why); }
 
 Status PeerRanks::copyKvBlocks(std::span<const KvBlockCopy> copies) {
-  for (size_t p = 0; p < ranks_.size(); ++p) {
-    const std::string rank = "rank " + std::to_string(p + 1);
-    LLMRT_RETURN_IF_ERROR(ranks_[p].backend->bindThread().withContext(rank));  // (its GPU; the caller rebinds its own)
-    LLMRT_RETURN_IF_ERROR(ranks_[p].backend->copyKvBlocks(copies).withContext(rank));
-  }
+  for (size_t p = 0; p < ranks_.size(); ++p)
+    LLMRT_RETURN_IF_ERROR(ranks_[p].backend->copyKvBlocks(copies).withContext("rank " + std::to_string(p + 1)));
   return Status::ok();
 }
 

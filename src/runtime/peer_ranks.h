@@ -39,8 +39,7 @@ class PeerRanks {
   Status wait();
   // Fails every rank's waiting and later collectives (a failed step).
   void abort(const Status& why);
-  // The KV block copies of a step, on every peer's pools (rank 0's are the runner's), each on its
-  // own device: the calling thread's current device changes (bind rank 0's backend again after).
+  // The KV block copies of a step, on every peer's pools (rank 0's are the runner's).
   Status copyKvBlocks(std::span<const KvBlockCopy> copies);
 
  private:

@@ -411,7 +411,14 @@ Status CudaBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
   if (failed()) return error_;
   if (copies.empty()) return Status::ok();
   if (graphs_.recording()) return internalError("copyKvBlocks while a step is being recorded");
-  return kv_.copyBlocks(copies, stream_.get());
+  // (Called from the step loop's thread for every tensor-parallel rank: on this backend's device,
+  // leaving the thread's current device as it was.)
+  int previous = 0;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaGetDevice(&previous));
+  if (previous != options_.device) LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device));
+  const Status st = kv_.copyBlocks(copies, stream_.get());
+  if (previous != options_.device) LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(previous));
+  return st;
 }
 
 Status CudaBackend::readKvBlock(KvPool pool, int32_t block, float* dst) {
