@@ -44,7 +44,8 @@ enum class ComputeDtype {
 // How the products inside the layers (q/k/v, o, MLP; not embeddings, LM head, routers or
 // mixture-of-experts experts) compute.
 enum class Quantization {
-  // The checkpoint's own: FP8 products for an FP8 checkpoint, else none.
+  // The checkpoint's own: FP8 products for an FP8 checkpoint, INT8 ones for an INT8 (W8A8)
+  // checkpoint, else none.
   kAuto,
   // 16-bit (32-bit on the CPU) products; a quantized checkpoint's weights are dequantized at load.
   kNone,
@@ -52,6 +53,10 @@ enum class Quantization {
   // from a 16/32-bit checkpoint (an FP8 checkpoint's are requantized per row), activations
   // quantized per token as they are produced (dynamic). The CPU backend emulates it exactly.
   kFp8,
+  // INT8 products (W8A8), as kFp8 with symmetric int8 codes (scale = amax / 127) summed in int32:
+  // an INT8 checkpoint's (e.g. `llmrt quantize --method smoothquant`), or quantized at load from
+  // a 16/32-bit one (no smoothing). The CPU backend gets the CUDA backend's bits.
+  kInt8,
 };
 
 enum class OverlapMode {

@@ -10,9 +10,17 @@
 namespace llmrt {
 
 struct QuantizeOptions {
-  std::string method = "fp8";  // "fp8" or "int8"
+  std::string method = "fp8";  // "fp8", "int8" or "smoothquant"
   std::string model;           // the source model directory (unquantized)
   std::string output;          // a new directory (absent or empty)
+  // smoothquant: calibration text (UTF-8; front ends default to the bundled model's
+  // calibration.txt), cut into calib_size samples of calib_seq_len tokens (fewer when the text
+  // is shorter), run through the model on the CPU backend with num_threads threads (0: all cores).
+  std::string calib_file;
+  int64_t calib_size = 64;     // LMI's awq_calib_size / smoothquant calibration samples
+  int64_t calib_seq_len = 512;
+  double alpha = 0.8;          // migration strength, in [0, 1] (LMI's smoothquant_alpha)
+  int num_threads = 0;
 };
 
 struct QuantizeReport {
@@ -30,10 +38,14 @@ struct QuantizeReport {
 // generation config, ...) are copied. Errors: InvalidArgument for an unknown method, an
 // already quantized model, GPT-2's Conv1D layout, an output that exists and is not empty;
 // the loader's errors for a bad model; Internal for I/O failures (the partial output removed).
-// int8: the same matrices as symmetric int8 codes, scale = max|row| / 127, code = round(w / scale)
-// (nearest even), written as compressed-tensors "int-quantized" (W8A8 INT8 with dynamic per-token
-// activations, as vLLM runs it; llmrt dequantizes the weights at load). No smoothing (that is
-// SmoothQuant's calibration, not implemented).
+// int8: the same matrices as symmetric int8 codes by core/int8.h's rule (scale = max|row| / 127,
+// code = round(w * 127 / max|row|), nearest even), written as compressed-tensors "int-quantized"
+// (W8A8 INT8 with dynamic per-token activations, as vLLM runs it; llmrt runs INT8 products).
+// smoothquant: int8 after SmoothQuant's migration (loader/smoothing.h): the calibration text runs
+// through the model, each norm-fed product group gets s_j = a_j^alpha / w_j^(1 - alpha), the norms
+// are divided by s (written float32) and the matrices' columns multiplied by s before quantizing.
+// Errors also: InvalidArgument for alpha outside [0, 1], calib_size or calib_seq_len < 1, an
+// unreadable or empty calibration text; the model's own load errors.
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& options);
 
 }  // namespace llmrt

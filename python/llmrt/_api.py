@@ -70,8 +70,8 @@ class LLM:
     Keywords: model, backend ("auto", "cpu", "cuda"; tensorrt_llm's "pytorch" means auto), dtype
     ("auto", "bfloat16", "float16", "float32"), max_batch_size, max_num_tokens, max_seq_len,
     max_input_len, kv_cache_config, scheduler_config, enable_chunked_prefill,
-    disable_overlap_scheduler, iter_stats_max_iterations, quantization ("auto", "none", "fp8", as
-    vLLM's), tensor_parallel_size (0: every visible GPU), and llmrt's own num_threads, overlap
+    disable_overlap_scheduler, iter_stats_max_iterations, quantization ("auto", "none", "fp8", "int8",
+    as vLLM's), tensor_parallel_size (0: every visible GPU), and llmrt's own num_threads, overlap
     ("auto", "on", "off"), cuda_tuning ("key=value,..."). None keeps llmrt's default. Bad values
     raise ValueError naming the field; unknown keywords raise TypeError."""
 

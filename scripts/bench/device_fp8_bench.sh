@@ -8,7 +8,7 @@
 #   OUT_DIR    config.json (the checkpoint's), results.json (gpu_reference.py --skip-hf: copy
 #              bandwidth), bench.jsonl (llmrt-bench lines with "name" and "quantization"),
 #              <name>.log, summary.md
-# Runs, each for bf16 (--quantization none) and fp8: latency 128/128 (--warmup 2 --iters 5);
+# Runs, each for bf16 (--quantization none), fp8 and int8 (QUANTS: the list): latency 128/128 (--warmup 2 --iters 5);
 # prefill of 2048 tokens (--warmup 1 --iters 5); throughput 8 x 128/128 (--max-batch-size 8) and
 # 512 x 128/128 (--max-batch-size 512 --max-num-tokens 8192); with PROFILE=1 also an fp8 latency
 # run with --cuda-tuning profile=on (the per-op table in fp8_profile.log).
@@ -38,17 +38,17 @@ note "making $dir"
 python3 "$here/make_random_llama.py" "$dir" --preset 8b >"$out/make.log" 2>&1 || { tail -n 5 "$out/make.log" >&2; exit 1; }
 cp "$dir/config.json" "$out/config.json"
 python3 "$here/gpu_reference.py" --model "$dir" --out "$out/results.json" --skip-hf >"$out/reference.log" 2>&1
-for q in none fp8; do
+for q in ${QUANTS:-none fp8 int8}; do
   bench "latency_${q}" "$q" latency --input-len 128 --output-len 128 --warmup 2 --iters 5
 done
-for q in none fp8; do
+for q in ${QUANTS:-none fp8 int8}; do
   bench "prefill_${q}" "$q" prefill --input-len 2048 --warmup 1 --iters 5
 done
-for q in none fp8; do
+for q in ${QUANTS:-none fp8 int8}; do
   bench "throughput8_${q}" "$q" throughput --num-requests 8 --max-batch-size 8 --input-len 128 --output-len 128 \
     --warmup 1
 done
-for q in none fp8; do
+for q in ${QUANTS:-none fp8 int8}; do
   bench "throughput_${q}" "$q" throughput --num-requests 512 --max-batch-size 512 --max-num-tokens 8192 \
     --input-len 128 --output-len 128 --warmup 1
 done

@@ -29,7 +29,7 @@ def step_bytes(c, fp8, ctx):
 
 
 def label(r):
-    return "fp8 (W8A8)" if r["quantization"] == "fp8" else "bf16"
+    return {"fp8": "fp8 (W8A8)", "int8": "int8 (W8A8)"}.get(r["quantization"], "bf16")
 
 
 def main():
@@ -48,7 +48,7 @@ def main():
             print(f"| {r['quantization']} | – | – | {r['error']}: {(r.get('log_tail') or [''])[-1]} | – |")
             continue
         ctx = r["config"]["input_len"] + r["config"]["output_len"] / 2
-        w, kv = step_bytes(cfg, r["quantization"] == "fp8", ctx)
+        w, kv = step_bytes(cfg, r["quantization"] in ("fp8", "int8"), ctx)
         ms = r["results"]["decode_ms_per_token"]
         floor = (w + kv) / (bw * 1e12) * 1e3 if bw else None
         name = label(r)

@@ -159,7 +159,7 @@ constexpr std::string_view kBackends = "auto|cpu|cuda";
 constexpr std::string_view kDtypes = "auto|bfloat16|float16|float32";
 constexpr std::string_view kKvDtypes = "auto|float32|bfloat16|float16";
 constexpr std::string_view kOverlaps = "auto|on|off";
-constexpr std::string_view kQuantizations = "auto|none|fp8";
+constexpr std::string_view kQuantizations = "auto|none|fp8|int8";
 constexpr std::string_view kPolicies = "guaranteed_no_evict|max_utilization|static_batch";
 constexpr std::string_view kChunking = "first_come_first_served|equal_progress";
 
@@ -175,7 +175,8 @@ const Entry<E> kEngine[] = {
      LLMRT_ENUM(E, dtype, parseComputeDtype, kDtypes)},
     {{"quantization", "--quantization", "", OptionKind::kEnum, kQuantizations,
       "Products inside the layers: fp8 = FP8 E4M3 weights per channel and activations per token (W8A8), "
-      "quantized at load; none = 16-bit (a quantized checkpoint dequantized); auto: the checkpoint's own"},
+      "quantized at load; int8 = the same with INT8 codes; none = 16-bit (a quantized checkpoint "
+      "dequantized); auto: the checkpoint's own"},
      LLMRT_ENUM(E, quantization, parseQuantization, kQuantizations)},
     {{"max_batch_size", "--max-batch-size", "", OptionKind::kInt, "N", "Sequences in flight at once"},
      LLMRT_FIELD(E, max_batch_size)},

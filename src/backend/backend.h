@@ -148,20 +148,27 @@ class Backend {
   virtual Status finishWeights() { return Status::ok(); }
   virtual uint64_t weightBytes() const = 0;
 
-  // ---- FP8 products (W8A8, float8 E4M3) ---------------------------------------
-  // Whether loadFp8Weight works here (then linear, linearAdd and linearAddNormLinear take its weights).
-  virtual bool supportsFp8Weights() const { return false; }
-  // A product weight in FP8: codes [out, in] (F8_E4M3) and one float32 scale per row (scales
-  // [out]), both in host memory: W = code * scale. The view returned (dtype F8_E4M3, shape
-  // [out, in]) names the weight for this backend's products; its memory is in the backend's own
-  // layout (scales included), read by nothing else. A product with it quantizes each row of x by
-  // core/fp8.h's rule (per token, dynamic: scale_x = amax / 448) and computes
-  // out = (codes_x . codes_w) * (scale_x * scale_w) (+ bias), the code products summed in float32.
-  virtual Result<TensorView> loadFp8Weight(const TensorView& codes, const TensorView& scales,
-                                           const std::string& name) {
+  // ---- 8-bit products (W8A8: float8 E4M3 or INT8 codes) --------------------------
+  // Whether loadQuantizedWeight takes codes of this dtype (F8_E4M3 or I8) here (then linear,
+  // linearAdd and linearAddNormLinear take its weights).
+  virtual bool supportsQuantizedWeights(DType codes) const {
+    (void)codes;
+    return false;
+  }
+  // A product weight of 8-bit codes [out, in] (F8_E4M3 or I8) and one float32 scale per row
+  // (scales [out]), both in host memory: W = code * scale. The view returned (the codes' dtype,
+  // shape [out, in]) names the weight for this backend's products; its memory is in the backend's
+  // own layout (scales included), read by nothing else. A product with it quantizes each row of x
+  // per token, dynamically, by the codes' rule (core/fp8.h: scale_x = amax / 448; core/int8.h:
+  // scale_x = amax / 127) and computes out = float(codes_x . codes_w) * (scale_x * scale_w)
+  // (+ bias): FP8 code products summed in float32, INT8 ones in int32 (exact: every backend gets
+  // the same sums, and the same outputs from them).
+  virtual Result<TensorView> loadQuantizedWeight(const TensorView& codes, const TensorView& scales,
+                                                 const std::string& name) {
     (void)codes;
     (void)scales;
-    return unimplemented("loadFp8Weight(" + name + "): backend " + this->name() + " has no FP8 products");
+    return unimplemented("loadQuantizedWeight(" + name + "): backend " + this->name() +
+                         " has no 8-bit products");
   }
 
   // ---- activations ----------------------------------------------------------

@@ -33,17 +33,18 @@ inline Result<Shape> fusedWeightShape(std::span<const TensorView> parts, const s
   return shape;
 }
 
-// Checks loadFp8Weight's arguments: codes [out, in] F8_E4M3 and scales [out] F32, contiguous, in
-// host memory.
-inline Status checkFp8WeightParts(const TensorView& codes, const TensorView& scales, const std::string& name) {
-  if (codes.dtype != DType::kF8E4M3 || codes.shape.rank() != 2 || !codes.isContiguous() ||
-      codes.device != Device::kCpu)
-    return invalidArgument("loadFp8Weight(" + name + "): codes are " + std::string(dtypeName(codes.dtype)) + " " +
-                           codes.shape.toString() + "; expected a contiguous F8_E4M3 [out, in] matrix in host memory");
+// Checks loadQuantizedWeight's arguments: codes [out, in] F8_E4M3 or I8 and scales [out] F32,
+// contiguous, in host memory.
+inline Status checkQuantizedWeightParts(const TensorView& codes, const TensorView& scales, const std::string& name) {
+  if ((codes.dtype != DType::kF8E4M3 && codes.dtype != DType::kI8) || codes.shape.rank() != 2 ||
+      !codes.isContiguous() || codes.device != Device::kCpu)
+    return invalidArgument("loadQuantizedWeight(" + name + "): codes are " + std::string(dtypeName(codes.dtype)) +
+                           " " + codes.shape.toString() +
+                           "; expected a contiguous F8_E4M3 or I8 [out, in] matrix in host memory");
   if (scales.dtype != DType::kF32 || scales.numel() != codes.shape[0] || !scales.isContiguous() ||
       scales.device != Device::kCpu)
-    return invalidArgument("loadFp8Weight(" + name + "): scales are " + std::string(dtypeName(scales.dtype)) + " " +
-                           scales.shape.toString() + "; expected " + std::to_string(codes.shape[0]) +
+    return invalidArgument("loadQuantizedWeight(" + name + "): scales are " + std::string(dtypeName(scales.dtype)) +
+                           " " + scales.shape.toString() + "; expected " + std::to_string(codes.shape[0]) +
                            " contiguous F32 values (one per row) in host memory");
   return Status::ok();
 }

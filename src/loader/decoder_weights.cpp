@@ -238,6 +238,13 @@ std::string decoderWeightName(DecoderWeight w, int64_t layer) {
   return isLayerWeight(w) ? "layers." + std::to_string(layer) + "." + base : base;
 }
 
+std::vector<std::string> decoderWeightTensors(DecoderWeight w, const ModelConfig& c, int64_t layer) {
+  std::vector<std::string> names;
+  if (!decoderWeightPresent(w, c, layer)) return names;
+  for (Source& s : sources(w, layer, c)) names.push_back(std::move(s.name));
+  return names;
+}
+
 std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
   std::vector<ExpectedTensor> out;
   auto add = [&](W w, int64_t layer) {

@@ -60,6 +60,9 @@ bool decoderWeightPresent(DecoderWeight w, const ModelConfig& config, int64_t la
 Shape decoderWeightShape(DecoderWeight w, const ModelConfig& config);
 // A name for messages and backends: "model.layers.3.qkv" style, per layer where it is one.
 std::string decoderWeightName(DecoderWeight w, int64_t layer);
+// The checkpoint tensors weight `w` of `layer` is made of, in the model's concatenation order
+// (full names, with the family's optional prefix); none when the model has no such weight.
+std::vector<std::string> decoderWeightTensors(DecoderWeight w, const ModelConfig& config, int64_t layer = 0);
 
 struct ExpectedTensor {
   std::string name;

@@ -1,5 +1,5 @@
-// quantizeCheckpoint (include/llmrt/quantize.h): a model directory in, an FP8 or INT8 one out.
-#include "llmrt/quantize.h"
+// writeQuantizedCheckpoint (quantize_checkpoint.h): a model directory in, an FP8 or INT8 one out.
+#include "loader/quantize_checkpoint.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/fp8.h"
+#include "core/int8.h"
 #include "core/json.h"
 #include "core/mapped_file.h"
 #include "loader/arch_table.h"
@@ -18,6 +19,7 @@
 #include "loader/json_util.h"
 #include "loader/model_directory.h"
 #include "loader/safetensors_writer.h"
+#include "loader/smoothing.h"
 
 namespace llmrt {
 
@@ -33,30 +35,17 @@ void quantizeRows(const TensorView& w, std::vector<char>& codes, std::vector<flo
   quantizeFp8Rows(w, reinterpret_cast<uint8_t*>(codes.data()), scales.data());
 }
 
-// Row-wise symmetric INT8 of a [rows, cols] matrix: scale = max|row| / 127, code =
-// round(w / scale) (nearest even), in [-127, 127]; a zero row gets scale 0 and zero codes.
+// Row-wise symmetric INT8 of a [rows, cols] matrix (core/int8.h's rule): codes and one float32
+// scale per row.
 void quantizeRowsInt8(const TensorView& w, std::vector<char>& codes, std::vector<float>& scales) {
-  const int64_t rows = w.shape[0], cols = w.shape[1];
-  codes.resize(static_cast<size_t>(rows * cols));
-  scales.resize(static_cast<size_t>(rows));
-  std::vector<float> row(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    convertToF32(static_cast<const char*>(w.data) + r * w.strides[0] * static_cast<int64_t>(dtypeSize(w.dtype)),
-                 w.dtype, row.data(), row.size());
-    float amax = 0.0f;
-    for (float v : row) amax = std::max(amax, std::fabs(v));
-    const float scale = amax / 127.0f;
-    scales[static_cast<size_t>(r)] = scale;
-    for (int64_t c = 0; c < cols; ++c) {
-      const float q = scale > 0.0f ? std::nearbyint(row[static_cast<size_t>(c)] / scale) : 0.0f;
-      codes[static_cast<size_t>(r * cols + c)] = static_cast<char>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
-    }
-  }
+  codes.resize(static_cast<size_t>(w.shape[0] * w.shape[1]));
+  scales.resize(static_cast<size_t>(w.shape[0]));
+  quantizeInt8Rows(w, reinterpret_cast<int8_t*>(codes.data()), scales.data());
 }
 
 // compressed-tensors' description of what quantizeRows / quantizeRowsInt8 write (vLLM and
 // transformers read it): per-channel weights, activations quantized per token at run time.
-Json compressedTensorsConfig(bool int8) {
+Json compressedTensorsConfig(bool int8, const std::string& producer) {
   const char* type = int8 ? "int" : "float";
   return Json{
       {"quant_method", "compressed-tensors"},
@@ -70,7 +59,7 @@ Json compressedTensorsConfig(bool int8) {
            {{"num_bits", 8}, {"type", type}, {"strategy", "channel"}, {"symmetric", true}, {"dynamic", false}}},
           {"input_activations",
            {{"num_bits", 8}, {"type", type}, {"strategy", "token"}, {"symmetric", true}, {"dynamic", true}}}}}}},
-      {"producer", int8 ? "llmrt quantize --method int8" : "llmrt quantize --method fp8"}};
+      {"producer", producer}};
 }
 
 Status writeTextFile(const std::string& path, const std::string& text) {
@@ -96,12 +85,7 @@ Status prepareOutput(const std::string& model, const std::string& output) {
 
 }  // namespace
 
-Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
-  if (o.method != "fp8" && o.method != "int8")
-    return invalidArgument("quantize: --method has value '" + printableText(o.method, 40) +
-                           "'; expected fp8 or int8 (awq and smoothquant are not implemented yet)");
-  const bool int8 = o.method == "int8";
-  LLMRT_ASSIGN_OR_RETURN(ModelDirectory m, ModelDirectory::open(o.model));
+Status checkQuantizable(const QuantizeOptions& o, const ModelDirectory& m) {
   if (!m.config.weight_quantization.empty() || m.quantization)
     return invalidArgument("quantize: " + o.model + " is already quantized (" +
                            (m.quantization ? m.quantization->describe() : m.config.weight_quantization) +
@@ -110,6 +94,17 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
     return invalidArgument("quantize: " + m.config.architecture +
                            " stores its matrices transposed (Conv1D); " + o.method +
                            " quantization of that layout is not implemented");
+  return Status::ok();
+}
+
+Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const TensorSmoothing* smoothing,
+                                                const std::string& producer) {
+  if (o.method != "fp8" && o.method != "int8" && o.method != "smoothquant")
+    return invalidArgument("quantize: --method has value '" + printableText(o.method, 40) +
+                           "'; expected fp8, int8 or smoothquant (awq is not implemented yet)");
+  const bool int8 = o.method != "fp8";
+  LLMRT_ASSIGN_OR_RETURN(ModelDirectory m, ModelDirectory::open(o.model));
+  LLMRT_RETURN_IF_ERROR(checkQuantizable(o, m));
   LLMRT_RETURN_IF_ERROR(prepareOutput(o.model, o.output));
 
   std::unordered_set<std::string> products;
@@ -118,6 +113,13 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
   const std::string_view prefix = archEntry(m.config.arch).names.optional_prefix;
   auto isProduct = [&](const std::string& name) {
     return products.count(name) > 0 || (!prefix.empty() && products.count(std::string(prefix) + name) > 0);
+  };
+  // The name smoothing knows a checkpoint tensor by ("" when it does not change).
+  auto smoothed = [&](const std::string& name) -> std::string {
+    if (smoothing == nullptr) return "";
+    if (smoothing->touches(name)) return name;
+    if (!prefix.empty() && smoothing->touches(std::string(prefix) + name)) return std::string(prefix) + name;
+    return "";
   };
 
   QuantizeReport report;
@@ -128,11 +130,26 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
     const std::string name = w.name;
     report.bytes_in += static_cast<uint64_t>(w.shape.numel()) * dtypeSize(w.dtype);
     const WeightStore* store = &m.weights;
+    const std::string smooth_name = smoothed(name);
+    // The tensor as float32 with smoothing applied (into `f`), as a view of `f`.
+    auto smoothedView = [store, name, smooth_name, smoothing](std::vector<float>& f) -> Result<TensorView> {
+      LLMRT_ASSIGN_OR_RETURN(TensorView t, store->tensor(name));
+      f.resize(static_cast<size_t>(t.numel()));
+      convertToF32(t.data, t.dtype, f.data(), f.size());
+      LLMRT_RETURN_IF_ERROR(smoothing->apply(smooth_name, t.shape, f));
+      return TensorView(f.data(), DType::kF32, t.shape);
+    };
     if (isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
       ++report.quantized_tensors;
       entries.push_back({name, int8 ? DType::kI8 : DType::kF8E4M3, w.shape,
-                         [store, name, scales, int8](std::vector<char>& out) -> Status {
-                           LLMRT_ASSIGN_OR_RETURN(TensorView t, store->tensor(name));
+                         [store, name, scales, int8, smooth_name, smoothedView](std::vector<char>& out) -> Status {
+                           TensorView t;
+                           std::vector<float> f;
+                           if (!smooth_name.empty()) {
+                             LLMRT_ASSIGN_OR_RETURN(t, smoothedView(f));
+                           } else {
+                             LLMRT_ASSIGN_OR_RETURN(t, store->tensor(name));
+                           }
                            if (int8)
                              quantizeRowsInt8(t, out, *scales);
                            else
@@ -142,6 +159,16 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
       entries.push_back({name + "_scale", DType::kF32, Shape{w.shape[0], 1}, [scales](std::vector<char>& out) {
                            out.resize(scales->size() * sizeof(float));
                            std::memcpy(out.data(), scales->data(), out.size());
+                           return Status::ok();
+                         }});
+    } else if (!smooth_name.empty()) {
+      // A smoothed norm: float32 (a 16-bit (1 + w) / s - 1 would lose Gemma's weights).
+      ++report.copied_tensors;
+      entries.push_back({name, DType::kF32, w.shape, [smoothedView](std::vector<char>& out) -> Status {
+                           std::vector<float> f;
+                           LLMRT_ASSIGN_OR_RETURN(TensorView t, smoothedView(f));
+                           out.resize(f.size() * sizeof(float));
+                           std::memcpy(out.data(), t.data, out.size());
                            return Status::ok();
                          }});
     } else {
@@ -171,7 +198,8 @@ Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
   if (!text.isOk()) return cleanup(text.status());
   Result<Json> root = detail::parseInputJson(*text, config_path, kHfJsonLimits);
   if (!root.isOk()) return cleanup(root.status());
-  (*root)["quantization_config"] = compressedTensorsConfig(int8);
+  (*root)["quantization_config"] =
+      compressedTensorsConfig(int8, producer.empty() ? "llmrt quantize --method " + o.method : producer);
   if (Status s = writeTextFile((fs::path(o.output) / "config.json").string(), root->dump(2) + "\n"); !s.isOk())
     return cleanup(s);
   std::error_code ec;

@@ -8,6 +8,7 @@
 
 #include "backend/weight_parts.h"
 #include "core/fp8.h"
+#include "core/int8.h"
 #include "core/logging.h"
 #include "core/thread_pool.h"
 #include "model/tensor_parallel.h"
@@ -28,8 +29,13 @@ TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
 
 Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& config, const WeightSource& weights,
                                                          Backend& backend, const DecoderModelOptions& options) {
-  if (options.fp8_products && !backend.supportsFp8Weights())
-    return unimplemented("quantization fp8: backend " + backend.name() + " has no FP8 products; use quantization none");
+  const bool int8 = options.product_codes == DType::kI8;
+  if (options.product_codes != DType::kF32 && options.product_codes != DType::kF8E4M3 && !int8)
+    return invalidArgument("DecoderModelOptions: product_codes is " + std::string(dtypeName(options.product_codes)) +
+                           "; expected F32 (none), F8_E4M3 or I8");
+  if (options.product_codes != DType::kF32 && !backend.supportsQuantizedWeights(options.product_codes))
+    return unimplemented(std::string("quantization ") + (int8 ? "int8" : "fp8") + ": backend " + backend.name() +
+                         " has no " + (int8 ? "INT8" : "FP8") + " products; use quantization none");
   ModelConfig local = config;
   if (options.comm != nullptr && options.comm->size() > 1) {
     LLMRT_ASSIGN_OR_RETURN(const TensorParallelPlan plan, planTensorParallel(config, options.comm->size()));
@@ -91,14 +97,15 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
   }
   std::vector<float> shard_buf;
   using W = DecoderWeight;
-  auto fp8 = [&](W w) {
-    return options.fp8_products && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown ||
-                                    w == W::kSharedUp || w == W::kSharedDown);
+  const bool quantized = options.product_codes != DType::kF32;
+  auto coded = [&](W w) {
+    return quantized && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown || w == W::kSharedUp ||
+                         w == W::kSharedDown);
   };
   std::vector<uint8_t> codes;
   std::vector<float> scales;
-  std::unique_ptr<ThreadPool> quantize_pool;  // FP8: rows quantized on every core
-  if (options.fp8_products) quantize_pool = std::make_unique<ThreadPool>();
+  std::unique_ptr<ThreadPool> quantize_pool;  // 8-bit codes: rows quantized on every core
+  if (quantized) quantize_pool = std::make_unique<ThreadPool>();
   // Each weight of the description, as the reader lays it out, handed to the backend.
   auto load = [&](DecoderWeight w, int64_t layer, TensorView& out) -> Status {
     if (!decoderWeightPresent(w, c, layer)) return Status::ok();
@@ -116,22 +123,27 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
         borrowable = false;
       }
     }
-    if (!fp8(w)) {
+    if (!coded(w)) {
       LLMRT_ASSIGN_OR_RETURN(out, backend_.loadWeight(parts, name, borrowable));
       return Status::ok();
     }
-    // FP8: the parts' rows quantized one after another into one [rows, in] matrix.
+    // 8-bit codes: the parts' rows quantized one after another into one [rows, in] matrix.
     LLMRT_ASSIGN_OR_RETURN(Shape shape, fusedWeightShape(parts, name));
     codes.resize(static_cast<size_t>(shape.numel()));
     scales.resize(static_cast<size_t>(shape[0]));
     int64_t row = 0;
     for (const TensorView& p : parts) {
-      if (!p.isContiguous()) return internalError("quantization fp8: a part of " + name + " is not contiguous");
-      quantizeFp8Rows(p, codes.data() + row * shape[1], scales.data() + row, quantize_pool.get());
+      if (!p.isContiguous()) return internalError("8-bit products: a part of " + name + " is not contiguous");
+      if (options.product_codes == DType::kI8)
+        quantizeInt8Rows(p, reinterpret_cast<int8_t*>(codes.data()) + row * shape[1], scales.data() + row,
+                         quantize_pool.get());
+      else
+        quantizeFp8Rows(p, codes.data() + row * shape[1], scales.data() + row, quantize_pool.get());
       row += p.shape[0];
     }
-    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadFp8Weight(TensorView(codes.data(), DType::kF8E4M3, shape),
-                                                       TensorView(scales.data(), DType::kF32, Shape{shape[0]}), name));
+    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadQuantizedWeight(TensorView(codes.data(), options.product_codes, shape),
+                                                             TensorView(scales.data(), DType::kF32, Shape{shape[0]}),
+                                                             name));
     return Status::ok();
   };
   LLMRT_RETURN_IF_ERROR(load(W::kEmbed, 0, embed_));

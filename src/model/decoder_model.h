@@ -27,9 +27,10 @@ struct StepLayout {
 };
 
 struct DecoderModelOptions {
-  // The layers' dense product matrices (q/k/v, o, the MLP's, the shared expert's) as FP8 weights
-  // (Backend::loadFp8Weight): each row quantized by core/fp8.h's rule at load.
-  bool fp8_products = false;
+  // The layers' dense product matrices (q/k/v, o, the MLP's, the shared expert's) as 8-bit
+  // weights (Backend::loadQuantizedWeight) of this code dtype: F8_E4M3 (core/fp8.h's rule) or I8
+  // (core/int8.h's), each row quantized at load. F32 (the default): no quantized products.
+  DType product_codes = DType::kF32;
   // Tensor parallelism: this model is rank comm->rank() of comm->size() (model/tensor_parallel.h);
   // it loads its share of the weights, and each step's forward must run on every rank of the
   // group at once (one thread each), with the same inputs. Null: one rank, no collectives (a

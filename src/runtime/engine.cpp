@@ -85,15 +85,22 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
                             : r.kv_dtype == DType::kF16 ? KvCacheDtype::kFloat16
                                                         : KvCacheDtype::kFloat32;
   if (c.quantization == Quantization::kAuto) {
-    c.quantization = model.weight_quantization == "fp8" ? Quantization::kFp8 : Quantization::kNone;
-    if (c.quantization == Quantization::kFp8) r.notes.push_back("quantization auto: an FP8 checkpoint");
+    c.quantization = model.weight_quantization == "fp8"    ? Quantization::kFp8
+                     : model.weight_quantization == "int8" ? Quantization::kInt8
+                                                           : Quantization::kNone;
+    if (c.quantization != Quantization::kNone)
+      r.notes.push_back("quantization auto: an " + std::string(c.quantization == Quantization::kFp8 ? "FP8" : "INT8") +
+                        " checkpoint");
   }
-  if (c.quantization == Quantization::kFp8 && model.weight_quantization == "awq")
-    return fieldError(kWhere, "quantization", "fp8",
+  if (c.quantization != Quantization::kNone && model.weight_quantization == "awq")
+    return fieldError(kWhere, "quantization", toString(c.quantization),
                       "none or auto for an AWQ checkpoint (its 4-bit weights are dequantized at load)");
-  r.fp8_products = c.quantization == Quantization::kFp8;
-  if (r.fp8_products && model.decoder.num_experts > 0)
-    r.notes.push_back("quantization fp8: the experts of mixture-of-experts layers stay 16-bit");
+  r.product_codes = c.quantization == Quantization::kFp8    ? DType::kF8E4M3
+                    : c.quantization == Quantization::kInt8 ? DType::kI8
+                                                            : DType::kF32;
+  if (r.product_codes != DType::kF32 && model.decoder.num_experts > 0)
+    r.notes.push_back("quantization " + std::string(toString(c.quantization)) +
+                      ": the experts of mixture-of-experts layers stay 16-bit");
   if (c.tensor_parallel_size > 1) {
     // (Which models split, and how, is DecoderModel::load's to say: planTensorParallel.)
     if (c.overlap == OverlapMode::kOn) r.notes.push_back("overlap off: tensor-parallel ranks run steps in lockstep");
@@ -274,7 +281,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   LLMRT_ASSIGN_OR_RETURN(e->backend_, createBackend(e->resolved_, 0));
   const WeightStore* weights = &e->dir_.weights;
   DecoderModelOptions model_options;
-  model_options.fp8_products = e->resolved_.fp8_products;
+  model_options.product_codes = e->resolved_.product_codes;
   const WeightSource source = [weights](const std::string& n) { return weights->tensor(n); };
   const int tp = rc.tensor_parallel_size;
   std::vector<PeerRanks::Rank> peers;

@@ -30,7 +30,8 @@ struct ResolvedConfig {
   EngineConfig config;  // backend, dtype, overlap, kv dtype concrete; lengths and KV cap set
   DType compute_dtype = DType::kF32;
   DType kv_dtype = DType::kF32;
-  bool fp8_products = false;  // config.quantization resolved (Quantization::kFp8)
+  // config.quantization resolved: F8_E4M3 (kFp8) or I8 (kInt8) product codes, F32 for none.
+  DType product_codes = DType::kF32;
   // Every layer's attention window; config.kv_cache_config.max_attention_window lists them too.
   AttentionWindows windows;
   std::vector<std::string> notes;

@@ -29,7 +29,8 @@ constexpr BackendKind kBackends[] = {BackendKind::kAuto, BackendKind::kCpu, Back
 constexpr ComputeDtype kDtypes[] = {ComputeDtype::kAuto, ComputeDtype::kBFloat16, ComputeDtype::kFloat16,
                                     ComputeDtype::kFloat32};
 constexpr OverlapMode kOverlaps[] = {OverlapMode::kAuto, OverlapMode::kOn, OverlapMode::kOff};
-constexpr Quantization kQuantizations[] = {Quantization::kAuto, Quantization::kNone, Quantization::kFp8};
+constexpr Quantization kQuantizations[] = {Quantization::kAuto, Quantization::kNone, Quantization::kFp8,
+                                          Quantization::kInt8};
 
 }  // namespace
 
@@ -57,6 +58,7 @@ std::string_view toString(Quantization q) {
     case Quantization::kAuto: return "auto";
     case Quantization::kNone: return "none";
     case Quantization::kFp8: return "fp8";
+    case Quantization::kInt8: return "int8";
   }
   return "?";
 }
@@ -87,7 +89,7 @@ Status EngineConfig::validate() const {
     return fieldError(kWhere, "tensor_parallel_size", std::to_string(tensor_parallel_size),
                       "at most 8 with backend cuda (GPUs of one host)");
   if (!parseQuantization(toString(quantization)))
-    return fieldError(kWhere, "quantization", std::to_string(static_cast<int>(quantization)), "auto, none or fp8");
+    return fieldError(kWhere, "quantization", std::to_string(static_cast<int>(quantization)), "auto, none, fp8 or int8");
   if (!parseOverlapMode(toString(overlap)))
     return fieldError(kWhere, "overlap", std::to_string(static_cast<int>(overlap)), "auto, on or off");
   if (backend == BackendKind::kCpu && (dtype == ComputeDtype::kBFloat16 || dtype == ComputeDtype::kFloat16))

@@ -1,4 +1,4 @@
-// The CPU reference's FP8 products (Backend::loadFp8Weight): x's rows quantized by core/fp8.h's
+// The CPU reference's FP8 products (Backend::loadQuantizedWeight): x's rows quantized by core/fp8.h's
 // rule, the code products summed, scaled by scale_x * scale_w, the bias added — checked against
 // that formula computed here in double precision.
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ TEST(CpuFp8, LinearAndLinearAddAreTheW8A8Formula) {
     const std::vector<float> w = optest::randomVec(static_cast<size_t>(n * k), rng, 0.05f);
     const std::vector<float> bias = with_bias ? optest::randomVec(static_cast<size_t>(n), rng) : std::vector<float>{};
     Fp8Weight q = quantize(w, n, k);
-    auto wv = cpu.loadFp8Weight(TensorView(q.codes.data(), DType::kF8E4M3, Shape{n, k}),
+    auto wv = cpu.loadQuantizedWeight(TensorView(q.codes.data(), DType::kF8E4M3, Shape{n, k}),
                                 TensorView(q.scales.data(), DType::kF32, Shape{n}), "w");
     ASSERT_TRUE(wv.isOk()) << wv.status().toString();
     EXPECT_EQ(wv->dtype, DType::kF8E4M3);
@@ -91,12 +91,12 @@ TEST(CpuFp8, BadCodesOrScalesAreOneLineErrors) {
   CpuBackend cpu(1);
   std::vector<uint8_t> codes(12);
   std::vector<float> scales(3), two(2);
-  auto r = cpu.loadFp8Weight(TensorView(codes.data(), DType::kU8, Shape{3, 4}),
+  auto r = cpu.loadQuantizedWeight(TensorView(codes.data(), DType::kU8, Shape{3, 4}),
                              TensorView(scales.data(), DType::kF32, Shape{3}), "layer.0.qkv");
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("layer.0.qkv"), std::string::npos) << r.status().toString();
   EXPECT_NE(r.status().message().find("F8_E4M3"), std::string::npos) << r.status().toString();
-  r = cpu.loadFp8Weight(TensorView(codes.data(), DType::kF8E4M3, Shape{3, 4}),
+  r = cpu.loadQuantizedWeight(TensorView(codes.data(), DType::kF8E4M3, Shape{3, 4}),
                         TensorView(two.data(), DType::kF32, Shape{2}), "w");
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("one per row"), std::string::npos) << r.status().toString();

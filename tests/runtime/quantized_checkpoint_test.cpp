@@ -194,9 +194,11 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBloc
                          });
 
 // compressed-tensors int-quantized (W8A8 INT8: symmetric int8 weights, one scale per output
-// channel; as llm-compressor's SmoothQuant recipes write them): read exactly, float(code) * scale,
-// and run in 32-bit products (auto: the weights dequantized at load).
-TEST(Int8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
+// channel; as llm-compressor's SmoothQuant recipes and `llmrt quantize --method int8|smoothquant`
+// write them): read exactly, float(code) * scale. Without a flag they run INT8 products, exactly
+// what `quantization int8` makes of the dequantized float32 checkpoint (its codes back, per row);
+// with `quantization none`, the dequantized weights in 32-bit products.
+TEST(Int8Checkpoint, RunsInt8ProductsOrTheDequantizedFloat32Weights) {
   TempDir tmp;
   const std::string int8 = tmp.subdir("int8"), f32 = tmp.subdir("f32");
   writePair(Layout::kInt8Channel, int8, f32);
@@ -204,11 +206,15 @@ TEST(Int8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
   ASSERT_TRUE(m.isOk()) << m.status().toString();
   EXPECT_EQ(m->config.weight_quantization, "int8");
   EXPECT_TRUE(m->unused_tensors.empty()) << m->unused_tensors.front();  // every scale is read
-  const RequestOutput a = run(int8), b = run(f32);
+  const RequestOutput a = run(int8), b = run(f32, Quantization::kInt8);
   ASSERT_TRUE(a.status.isOk() && b.status.isOk());
   ASSERT_FALSE(a.context_logits.empty());
   EXPECT_EQ(a.context_logits, b.context_logits);
   EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
+  const RequestOutput c = run(int8, Quantization::kNone), d = run(f32);
+  ASSERT_TRUE(c.status.isOk() && d.status.isOk());
+  EXPECT_EQ(c.context_logits, d.context_logits);
+  EXPECT_NE(a.context_logits, c.context_logits);  // the activations really are quantized
 
   // Asymmetric int8 (zero points) is another scheme: refused, naming the method, not misread.
   const std::string config = int8 + "/config.json";

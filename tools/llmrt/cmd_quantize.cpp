@@ -1,5 +1,5 @@
-// llmrt quantize --method fp8 --model DIR --output DIR: writes a quantized checkpoint
-// (include/llmrt/quantize.h) that llmrt, vLLM and transformers read.
+// llmrt quantize --method fp8|int8|smoothquant --model DIR --output DIR: writes a quantized
+// checkpoint (include/llmrt/quantize.h) that llmrt, vLLM and transformers read.
 #include <cstdio>
 #include <memory>
 
@@ -10,18 +10,36 @@ namespace llmrt::cli {
 
 Command addQuantizeCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Write a quantized copy of a model directory (fp8: float8 weights, "
-                                             "int8: int8 weights; one scale per output row)");
+                                             "int8: int8 weights, smoothquant: int8 after SmoothQuant's "
+                                             "calibrated smoothing; one scale per output row)");
   auto o = std::make_shared<QuantizeOptions>();
-  cmd->add_option("--method", o->method, "Quantization method: fp8 or int8 (default fp8)")->type_name("fp8|int8");
+  auto per = std::make_shared<bool>(false);
+  cmd->add_option("--method", o->method, "Quantization method: fp8, int8 or smoothquant (default fp8)")
+      ->type_name("fp8|int8|smoothquant");
   cmd->add_option("--model", o->model, "Source model directory (16 or 32-bit)")->required()->type_name("DIR");
   cmd->add_option("--output", o->output, "New output directory (absent or empty)")->required()->type_name("DIR");
+  cmd->add_option("--calib-file", o->calib_file,
+                  "smoothquant: calibration text (default: the bundled model's calibration.txt)")
+      ->type_name("TEXT");
+  cmd->add_option("--calib-size", o->calib_size, "smoothquant: calibration samples (default 64)")->type_name("N");
+  cmd->add_option("--calib-seq-len", o->calib_seq_len, "smoothquant: tokens per sample (default 512)")
+      ->type_name("N");
+  cmd->add_option("--alpha", o->alpha, "smoothquant: migration strength in [0, 1] (default 0.8)")->type_name("A");
+  cmd->add_flag("--per-token,--per-channel", *per,
+                "smoothquant: accepted for LMI/TensorRT-LLM compatibility; llmrt always quantizes activations "
+                "per token and weights per channel");
+  cmd->add_option("--threads", o->num_threads, "smoothquant: CPU threads for calibration (0 = all cores)")
+      ->type_name("N");
   return {cmd, [=]() -> int {
-    auto r = quantizeCheckpoint(*o);
+    QuantizeOptions options = *o;
+    if (options.method == "smoothquant" && options.calib_file.empty())
+      options.calib_file = defaultModelDir() + "/calibration.txt";
+    auto r = quantizeCheckpoint(options);
     if (!r.isOk()) return fail(r.status());
     std::printf("%s: %lld matrices quantized to %s, %lld tensors copied; %.1f MB of tensors -> %.1f MB\n",
-                o->output.c_str(), static_cast<long long>(r->quantized_tensors), o->method.c_str(),
-                static_cast<long long>(r->copied_tensors), static_cast<double>(r->bytes_in) / 1e6,
-                static_cast<double>(r->bytes_out) / 1e6);
+                o->output.c_str(), static_cast<long long>(r->quantized_tensors),
+                o->method == "fp8" ? "fp8" : "int8", static_cast<long long>(r->copied_tensors),
+                static_cast<double>(r->bytes_in) / 1e6, static_cast<double>(r->bytes_out) / 1e6);
     return 0;
   }};
 }

@@ -69,6 +69,7 @@ Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, con
   if (borrowable && parts.size() == 1 && parts[0].dtype == DType::kF32 && parts[0].isContiguous() &&
       reinterpret_cast<uintptr_t>(parts[0].data) % alignof(float) == 0) {
     weight_bytes_ += parts[0].nbytes();
+    weight_names_[parts[0].data] = name;
     return TensorView(parts[0].data, DType::kF32, shape);
   }
   std::vector<float> buf(static_cast<size_t>(shape.numel()));
@@ -80,19 +81,26 @@ Result<TensorView> CpuBackend::loadWeight(std::span<const TensorView> parts, con
   }
   weight_bytes_ += buf.size() * sizeof(float);
   weights_.push_back(std::move(buf));
+  weight_names_[weights_.back().data()] = name;
   return TensorView(weights_.back().data(), DType::kF32, shape);
 }
 
-Result<TensorView> CpuBackend::loadFp8Weight(const TensorView& codes, const TensorView& scales,
-                                             const std::string& name) {
-  LLMRT_RETURN_IF_ERROR(checkFp8WeightParts(codes, scales, name));
+Result<TensorView> CpuBackend::loadQuantizedWeight(const TensorView& codes, const TensorView& scales,
+                                                   const std::string& name) {
+  LLMRT_RETURN_IF_ERROR(checkQuantizedWeightParts(codes, scales, name));
   const int64_t n = codes.shape[0], k = codes.shape[1];
-  std::vector<float> buf(static_cast<size_t>(n * k + n));
-  convertToF32(codes.data, DType::kF8E4M3, buf.data(), static_cast<size_t>(n * k));
-  std::memcpy(buf.data() + n * k, scales.data, static_cast<size_t>(n) * sizeof(float));
+  // FP8: code values as floats; INT8: the code bytes, padded to a whole float.
+  const int64_t code_floats = codes.dtype == DType::kI8 ? (n * k + 3) / 4 : n * k;
+  std::vector<float> buf(static_cast<size_t>(code_floats + n));
+  if (codes.dtype == DType::kI8)
+    std::memcpy(buf.data(), codes.data, static_cast<size_t>(n * k));
+  else
+    convertToF32(codes.data, DType::kF8E4M3, buf.data(), static_cast<size_t>(n * k));
+  std::memcpy(buf.data() + code_floats, scales.data, static_cast<size_t>(n) * sizeof(float));
   weight_bytes_ += buf.size() * sizeof(float);
   weights_.push_back(std::move(buf));
-  return TensorView(weights_.back().data(), DType::kF8E4M3, codes.shape);
+  weight_names_[weights_.back().data()] = name;
+  return TensorView(weights_.back().data(), codes.dtype, codes.shape);
 }
 
 TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <memory>
+#include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -27,10 +29,14 @@ class CpuBackend final : public Backend {
   Result<TensorView> loadWeight(std::span<const TensorView> parts, const std::string& name,
                                 bool borrowable = true) override;
   uint64_t weightBytes() const override { return weight_bytes_; }
-  // FP8 weights as float32 code values [out * in] followed by the scales [out]; products emulate
-  // the activation quantization exactly (core/fp8.h) and sum the code products with OpenBLAS.
-  bool supportsFp8Weights() const override { return true; }
-  Result<TensorView> loadFp8Weight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
+  // 8-bit weights: FP8 as float32 code values [out * in] followed by the scales [out]; products
+  // emulate the activation quantization exactly (core/fp8.h) and sum the code products with
+  // OpenBLAS. INT8 as the codes [out * in] (bytes) followed by the scales (at a float boundary);
+  // products quantize x by core/int8.h's rule and sum the code products in int32.
+  bool supportsQuantizedWeights(DType codes) const override {
+    return codes == DType::kF8E4M3 || codes == DType::kI8;
+  }
+  Result<TensorView> loadQuantizedWeight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   Status copyToHost(const TensorView& src, float* dst) override;
   Status copyFromHost(const float* src, TensorView dst) override;
@@ -44,6 +50,10 @@ class CpuBackend final : public Backend {
   void embedding(const TensorView& table, TensorView out) override;
   void rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) override;
   void linear(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out) override;
+  // Calibration (SmoothQuant): `observer` sees the input x (F32 [rows, in]) of every product with
+  // a weight loaded by name (loadWeight / loadQuantizedWeight), before the product; null: none.
+  using ProductObserver = std::function<void(const std::string& weight, const TensorView& x)>;
+  void setProductObserver(ProductObserver observer) { observer_ = std::move(observer); }
   void linearAdd(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView residual) override;
   void gatherLogitRows(const TensorView& src, TensorView out) override;
   void siluMul(const TensorView& gate_up, TensorView out) override;
@@ -86,6 +96,7 @@ class CpuBackend final : public Backend {
 
  private:
   void linearFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
+  void linearInt8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
   // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block.
   float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
 
@@ -95,10 +106,13 @@ class CpuBackend final : public Backend {
   uint64_t argmax_tickets_ = 0;     // results so far (the latest ticket is this - 1)
   ThreadPool pool_;
   std::vector<std::vector<float>> weights_;  // owned converted weights
+  std::unordered_map<const void*, std::string> weight_names_;  // by data pointer, while an observer may ask
+  ProductObserver observer_;
   uint64_t weight_bytes_ = 0;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> linear_add_tmp_;  // linearAdd's product
-  std::vector<float> fp8_x_, fp8_x_scale_;  // an FP8 product's quantized x (code values) and row scales
+  std::vector<float> fp8_x_, fp8_x_scale_;  // an 8-bit product's quantized x (FP8: code values) and row scales
+  std::vector<int8_t> int8_x_;              // an INT8 product's quantized x
   KvPoolGeometry geometry_;
   int64_t secondary_blocks_ = 0;
   LazyBuffer primary_;

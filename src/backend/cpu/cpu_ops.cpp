@@ -12,6 +12,7 @@
 #include "backend/cpu/cpu_util.h"
 #include "core/argmax.h"
 #include "core/fp8.h"
+#include "core/int8.h"
 
 namespace llmrt {
 using cpu::cols;
@@ -96,8 +97,16 @@ void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorVi
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
+  if (observer_) {
+    auto it = weight_names_.find(w.data);
+    if (it != weight_names_.end()) observer_(it->second, x);
+  }
   if (w.dtype == DType::kF8E4M3) {
     linearFp8(x, w, bias, out);
+    return;
+  }
+  if (w.dtype == DType::kI8) {
+    linearInt8(x, w, bias, out);
     return;
   }
   // out[m, n] = x[m, k] * W[n, k]^T
@@ -139,6 +148,34 @@ void CpuBackend::linearFp8(const TensorView& x, const TensorView& w, const Tenso
       for (int64_t i = 0; i < n; ++i) o[i] = o[i] * (sx * w_scale[i]) + (bv ? bv[i] : 0.0f);
     }
   }, 1);
+}
+
+// W8A8 INT8: x's rows quantized (core/int8.h), the code products summed in int32 (exact), then
+// float(sum) * (scale_x * scale_w) + bias, rounded after each operation (the CUDA kernels' order).
+void CpuBackend::linearInt8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
+  const int64_t m = rows(x), k = cols(x), n = w.shape[0];
+  const auto* codes = w.as<const int8_t>();
+  const float* w_scale = w.as<const float>() + (n * k + 3) / 4;
+  int8_x_.resize(static_cast<size_t>(m * k));
+  fp8_x_scale_.resize(static_cast<size_t>(m));
+  pool_.parallelFor(m, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      fp8_x_scale_[static_cast<size_t>(r)] =
+          quantizeInt8Row(x.as<const float>() + r * rowStride(x), k, int8_x_.data() + r * k).scale;
+  }, 1);
+  const float* bv = bias != nullptr ? bias->as<const float>() : nullptr;
+  pool_.parallelFor(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int8_t* wr = codes + i * k;
+      for (int64_t r = 0; r < m; ++r) {
+        const int8_t* xr = int8_x_.data() + r * k;
+        int32_t acc = 0;
+        for (int64_t j = 0; j < k; ++j) acc += static_cast<int32_t>(xr[j]) * static_cast<int32_t>(wr[j]);
+        const float v = static_cast<float>(acc) * (fp8_x_scale_[static_cast<size_t>(r)] * w_scale[i]);
+        out.as<float>()[r * rowStride(out) + i] = v + (bv ? bv[i] : 0.0f);
+      }
+    }
+  }, 16);
 }
 
 void CpuBackend::linearAdd(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView residual) {

@@ -311,10 +311,10 @@ size_t CudaBackend::fp8ScalesOffset(int64_t n, int64_t k) {
   return (static_cast<size_t>(fp8PaddedRows(n) * k) + 255) / 256 * 256;
 }
 
-Result<TensorView> CudaBackend::loadFp8Weight(const TensorView& codes, const TensorView& scales,
+Result<TensorView> CudaBackend::loadQuantizedWeight(const TensorView& codes, const TensorView& scales,
                                               const std::string& name) {
   if (failed()) return error_;
-  LLMRT_RETURN_IF_ERROR(checkFp8WeightParts(codes, scales, name));
+  LLMRT_RETURN_IF_ERROR(checkQuantizedWeightParts(codes, scales, name));
   const int64_t n = codes.shape[0], k = codes.shape[1];
   const size_t at = fp8ScalesOffset(n, k), bytes = at + static_cast<size_t>(n) * sizeof(float);
   void* dev = nullptr;
@@ -323,10 +323,10 @@ Result<TensorView> CudaBackend::loadFp8Weight(const TensorView& codes, const Ten
   has_fp8_weights_ = true;
   auto* base = static_cast<uint8_t*>(dev);
   LLMRT_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(base + n * k, 0, at - static_cast<size_t>(n * k), stream_.get()));
-  LLMRT_RETURN_IF_ERROR(stager_.stage(codes, DType::kF8E4M3, base, name, stream_.get()));
+  LLMRT_RETURN_IF_ERROR(stager_.stage(codes, codes.dtype, base, name, stream_.get()));
   LLMRT_RETURN_IF_ERROR(stager_.stage(scales, DType::kF32, base + at, name, stream_.get()));
   weight_bytes_ += bytes;
-  return TensorView(dev, DType::kF8E4M3, codes.shape, Device::kCuda, options_.device);
+  return TensorView(dev, codes.dtype, codes.shape, Device::kCuda, options_.device);
 }
 
 const float* CudaBackend::fp8RowScales(const TensorView& w) {

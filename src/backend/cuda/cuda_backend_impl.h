@@ -94,12 +94,16 @@ class CudaBackend final : public Backend {
                                 bool borrowable = true) override;
   Status finishWeights() override;
   uint64_t weightBytes() const override { return weight_bytes_; }
-  // FP8 weights: the codes (rows padded with zeros to a multiple of 16), then (at the next 256-byte
-  // boundary) the row scales, in one allocation (fp8RowScales). Products: activation rows quantized by one kernel, then the tensor-core
-  // matrix-vector kernel (up to tuning fp8_gemv_rows rows) or cuBLASLt's FP8 GEMM with both
-  // scale vectors in its epilogue (cuda_fp8.cu, cuda_gemm.h).
-  bool supportsFp8Weights() const override { return true; }
-  Result<TensorView> loadFp8Weight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
+  // 8-bit weights (FP8 or INT8 codes): the codes (rows padded with zeros to a multiple of 16),
+  // then (at the next 256-byte boundary) the row scales, in one allocation (fp8RowScales).
+  // Products: activation rows quantized by one kernel, then the tensor-core matrix-vector kernel
+  // (up to tuning fp8_gemv_rows rows) or cuBLASLt's 8-bit GEMM: FP8 with both scale vectors in
+  // its epilogue where cuBLASLt can, INT8 into int32 sums and a scaling kernel (cuda_fp8.cu,
+  // cuda_gemm.h).
+  bool supportsQuantizedWeights(DType codes) const override {
+    return codes == DType::kF8E4M3 || codes == DType::kI8;
+  }
+  Result<TensorView> loadQuantizedWeight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   DType activationDtype() const override { return activation_dtype_; }
   Status copyToHost(const TensorView& src, float* dst) override;
@@ -184,15 +188,15 @@ class CudaBackend final : public Backend {
   // linear (accumulate false) and linearAdd (true: out += x W^T (+ bias)).
   void product(const TensorView& x, const TensorView& weight, const TensorView* bias, TensorView out,
                bool accumulate);
-  // FP8 weights hold their rows padded to a multiple of 16 (zeros): cuBLASLt's FP8 GEMM needs the
-  // product's output dimension in multiples of 16.
+  // 8-bit weights hold their rows padded to a multiple of 16 (zeros): cuBLASLt's 8-bit GEMMs need
+  // the product's output dimension in multiples of 16.
   static int64_t fp8PaddedRows(int64_t n) { return (n + 15) / 16 * 16; }
-  // Where an [n, k] FP8 weight's row scales start: after its padded codes, at a 256-byte boundary.
+  // Where an [n, k] 8-bit weight's row scales start: after its padded codes, at a 256-byte boundary.
   static size_t fp8ScalesOffset(int64_t n, int64_t k);
-  // The row scales of an FP8 weight (loadFp8Weight's layout).
+  // The row scales of an 8-bit weight (loadQuantizedWeight's layout).
   static const float* fp8RowScales(const TensorView& w);
-  // product() for FP8 weights (loadFp8Weight).
-  void productFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
+  // product() for 8-bit weights (loadQuantizedWeight).
+  void productW8a8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
   explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
   const CudaTuning& tuning() const { return options_.tuning; }
   void fail(Status s);
@@ -265,10 +269,10 @@ class CudaBackend final : public Backend {
   PoolBuffer cublas_ws_;  // cuBLAS workspace (set once, so graph capture never allocates)
   std::vector<PoolBuffer> scratch_;
   PoolBuffer half_x_;     // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
-  PoolBuffer fp8_x_;      // an FP8 product's quantized input: codes [m, k], then the row scales
-  PoolBuffer fp8_sums_;   // an FP8 product's unscaled sums where cuBLASLt has no scaled algorithm
+  PoolBuffer fp8_x_;      // an 8-bit product's quantized input: codes [m, k], then the row scales
+  PoolBuffer fp8_sums_;   // an 8-bit product's unscaled sums (float32 or int32) for the scaling kernel
   bool fp8_scaled_gemm_ = true;  // cleared when cuBLASLt refuses outer-vector scaling
-  bool has_fp8_weights_ = false;  // loadFp8Weight was called (reserveWorkspace sizes fp8_x_)
+  bool has_fp8_weights_ = false;  // loadQuantizedWeight was called (reserveWorkspace sizes fp8_x_)
   PoolBuffer norm_sums_;  // linearAddNormLinear (split): sums of squares of the residual's 8-column groups
   PoolBuffer partial_;    // split-key attention partial states
   PoolBuffer alibi_;      // setAttentionExtras: the ALiBi slopes, one per query head

@@ -154,8 +154,8 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
   if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
-  if (w.dtype == DType::kF8E4M3) {
-    productFp8(x, w, bias, out, accumulate);
+  if (w.dtype == DType::kF8E4M3 || w.dtype == DType::kI8) {
+    productW8a8(x, w, bias, out, accumulate);
     return;
   }
   const bool half_w = isHalf(w.dtype);
@@ -229,22 +229,26 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
     LLMRT_CUDA_OP_CHECK(cuda::addBias(out.data, out.dtype, ld(out), bias_ptr, m, n, stream_.get()));
 }
 
-// FP8 weights (loadFp8Weight): x's rows quantized (codes and row scales into fp8_x_), then the
-// tensor-core matrix-vector kernel for decode-sized steps, else cuBLASLt's FP8 GEMM with both
-// scale vectors in its epilogue; where cuBLASLt refuses outer-vector scaling, its unscaled sums
-// and a scaling kernel. Bias after the product on the cuBLASLt path, as for 16-bit weights.
-void CudaBackend::productFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out,
-                             bool accumulate) {
+// 8-bit weights (loadQuantizedWeight): x's rows quantized (codes and row scales into fp8_x_), then
+// the tensor-core matrix-vector kernel for decode-sized steps, else cuBLASLt's 8-bit GEMM: FP8 with
+// both scale vectors in its epilogue; INT8, and FP8 where cuBLASLt refuses outer-vector scaling,
+// its unscaled sums and a scaling kernel. Bias after the product on the scaled-GEMM path, as for
+// 16-bit weights; in the scaling kernels everywhere else.
+void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out,
+                              bool accumulate) {
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
-  const bool gemv = m <= tuning().fp8_gemv_rows && cuda::fp8GemvSupported(m, k);
+  const DType codes_dt = w.dtype;
+  const bool int8 = codes_dt == DType::kI8;
+  const char* kind = int8 ? "int8" : "fp8";
+  const bool gemv = m <= tuning().fp8_gemv_rows && cuda::w8a8GemvSupported(m, k);
   if (!gemv && k % 16 != 0) {
-    fail(unimplemented(strprintf("linear (fp8): in_features %lld is not a multiple of 16, which FP8 products "
+    fail(unimplemented(strprintf("linear (%s): in_features %lld is not a multiple of 16, which 8-bit products "
                                  "need; use quantization none",
-                                 static_cast<long long>(k))));
+                                 kind, static_cast<long long>(k))));
     return;
   }
   if (accumulate && out.dtype != DType::kF32) {
-    fail(invalidArgument("linearAdd (fp8): the residual must be F32"));
+    fail(invalidArgument(std::string("linearAdd (") + kind + "): the residual must be F32"));
     return;
   }
   const float* sw = fp8RowScales(w);
@@ -256,31 +260,31 @@ void CudaBackend::productFp8(const TensorView& x, const TensorView& w, const Ten
   auto* sx = reinterpret_cast<float*>(q + codes);
   {
     OpScope scope(this, [&] {
-      return strprintf("fp8 quantize m<=%lld k=%lld", rowBucket(m), static_cast<long long>(k));
+      return strprintf("%s quantize m<=%lld k=%lld", kind, rowBucket(m), static_cast<long long>(k));
     });
-    LLMRT_CUDA_OP_CHECK(cuda::fp8QuantizeRows(x.data, x.dtype, ld(x), m, k, q, sx, stream_.get()));
+    LLMRT_CUDA_OP_CHECK(cuda::w8a8QuantizeRows(codes_dt, x.data, x.dtype, ld(x), m, k, q, sx, stream_.get()));
   }
   OpScope scope(this, [&] {
-    return strprintf("%s fp8 %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear",
+    return strprintf("%s %s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", kind,
                      gemv ? "gemv" : "cublasLt", rowBucket(m), static_cast<long long>(n), static_cast<long long>(k));
   });
   if (gemv) {
-    LLMRT_CUDA_OP_CHECK(cuda::fp8Gemv(q, sx, m, k, wq, sw, n, bias_ptr, out.data, out.dtype, ld(out), accumulate,
-                                      stream_.get()));
+    LLMRT_CUDA_OP_CHECK(cuda::w8a8Gemv(codes_dt, q, sx, m, k, wq, sw, n, bias_ptr, out.data, out.dtype, ld(out),
+                                       accumulate, stream_.get()));
     return;
   }
   const cudaDataType_t out_type =
       out.dtype == DType::kF32 ? CUDA_R_32F : (out.dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F);
-  // cuBLASLt's FP8 GEMM writes rows that start on 16-byte boundaries and needs n % 16 == 0; other
-  // products take the sums path over the weight's rows padded to 16 (loadFp8Weight).
+  // cuBLASLt's 8-bit GEMMs write rows that start on 16-byte boundaries and need n % 16 == 0; other
+  // products take the sums path over the weight's rows padded to 16 (loadQuantizedWeight).
   const int64_t n_pad = fp8PaddedRows(n);
-  // Outer-vector scaling takes 16-bit outputs only (cuBLASLt 13: CUBLAS_STATUS_INVALID_VALUE for a
-  // float32 D), so float32 outputs and residual adds take the sums path too.
+  // Outer-vector scaling takes FP8 and 16-bit outputs only (cuBLASLt 13: CUBLAS_STATUS_INVALID_VALUE
+  // for a float32 D), so float32 outputs, residual adds and INT8 take the sums path.
   const bool aligned = n == n_pad && (static_cast<size_t>(ld(out)) * dtypeSize(out.dtype)) % 16 == 0 &&
                        reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
-  if (fp8_scaled_gemm_ && aligned && out.dtype != DType::kF32 && !accumulate) {
-    const cublasStatus_t st = lt_.runFp8(wq, sw, q, sx, out.data, out_type, m, n, k, ld(out), cublas_ws_.get(),
-                                         cublas_ws_.bytes(), stream_.get(), accumulate);
+  if (!int8 && fp8_scaled_gemm_ && aligned && out.dtype != DType::kF32 && !accumulate) {
+    const cublasStatus_t st = lt_.runW8a8(CUDA_R_8F_E4M3, wq, sw, q, sx, out.data, out_type, m, n, k, ld(out),
+                                          cublas_ws_.get(), cublas_ws_.bytes(), stream_.get(), accumulate);
     if (st != CUBLAS_STATUS_NOT_SUPPORTED && st != CUBLAS_STATUS_INVALID_VALUE) {
       LLMRT_CUBLAS_OP_CHECK(st);
       if (bias_ptr != nullptr)
@@ -293,11 +297,12 @@ void CudaBackend::productFp8(const TensorView& x, const TensorView& w, const Ten
   }
   const int64_t ld_sums = n_pad;
   if (!reserve(fp8_sums_, static_cast<size_t>(m * ld_sums) * sizeof(float))) return;
-  auto* sums = static_cast<float*>(fp8_sums_.get());
-  LLMRT_CUBLAS_OP_CHECK(lt_.runFp8(wq, nullptr, q, nullptr, sums, CUDA_R_32F, m, n_pad, k, ld_sums, cublas_ws_.get(),
-                                   cublas_ws_.bytes(), stream_.get(), false));
-  LLMRT_CUDA_OP_CHECK(cuda::fp8ScaleOut(sums, ld_sums, m, n, sx, sw, bias_ptr, out.data, out.dtype, ld(out),
-                                        accumulate, stream_.get()));
+  void* sums = fp8_sums_.get();
+  LLMRT_CUBLAS_OP_CHECK(lt_.runW8a8(int8 ? CUDA_R_8I : CUDA_R_8F_E4M3, wq, nullptr, q, nullptr, sums,
+                                    int8 ? CUDA_R_32I : CUDA_R_32F, m, n_pad, k, ld_sums, cublas_ws_.get(),
+                                    cublas_ws_.bytes(), stream_.get(), false));
+  LLMRT_CUDA_OP_CHECK(cuda::w8a8ScaleOut(codes_dt, sums, ld_sums, m, n, sx, sw, bias_ptr, out.data, out.dtype,
+                                         ld(out), accumulate, stream_.get()));
 }
 
 void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) {

@@ -1,19 +1,21 @@
-// FP8 (W8A8, float8 E4M3) products: activation rows quantized by core/fp8.h's rule, products of
-// codes summed on the tensor cores, the scales applied to the sums.
+// 8-bit (W8A8) products, float8 E4M3 or INT8 codes: activation rows quantized by core/fp8.h's or
+// core/int8.h's rule, products of codes summed on the tensor cores, the scales applied to the sums.
 //
-// fp8QuantizeRows: one block per row; the row's amax (a max, so any order gives the same value),
-// then scale = amax / 448 and inverse = 448 / amax (IEEE division, as the CPU computes them), and
-// each code cvt.rn.satfinite(v * inverse): the CPU reference's bits.
+// w8a8QuantizeRows: one block per row; the row's amax (a max, so any order gives the same value),
+// then scale = amax / M and inverse = M / amax (M = 448 or 127; IEEE division, as the CPU computes
+// them), and each code cvt.rn.satfinite(v * inverse) (E4M3) or clamp(cvt.rni(v * inverse), +-127)
+// (INT8): the CPU reference's bits.
 //
-// fp8Gemv (decode-sized products, m <= 8 rows): bound by reading W's codes once. A block owns 16
+// w8a8Gemv (decode-sized products, m <= 8 rows): bound by reading W's codes once. A block owns 16
 // rows of W; its 8 warps take interleaved 64-byte chunks of k, and each lane of a warp loads 16
 // bytes of W row g = lane / 4 and of row g + 8 (lane % 4 picks the 16-byte quarter of the chunk)
 // plus the same 16 bytes of x's row g, then two mma.m16n8k32 e4m3 multiply them: the 16 bytes are
 // split over the k slots of A and B alike (a sum over k does not care which slot holds which k), so
 // each load feeds the tensor cores without a shuffle. x's rows are the MMA's 8 columns (rows past m
-// are zeros); each chunk's sums are added to float32 accumulators (chunkMma). The warps' 16 x 8
-// sums meet in shared memory, added in warp order, then
-// out = sum * (scale_x * scale_w) (+ bias), stored or added to a float32 out.
+// are zeros); E4M3: each chunk's sums are added to float32 accumulators (chunkMma); INT8: the
+// MMA's int32 accumulators sum all of k (exact). The warps' 16 x 8 sums meet in shared memory,
+// added in warp order, then out = sum * (scale_x * scale_w) (+ bias), stored or added to a float32
+// out (INT8: every operation rounded on its own, the CPU's order, so the outputs are its bits).
 #include <cuda_fp8.h>
 
 #include <algorithm>
@@ -26,9 +28,23 @@ namespace llmrt::cuda {
 namespace {
 
 constexpr int kQuantThreads = 256;
-constexpr float kFp8Max = 448.0f;
 
-template <typename T>
+// The code rules (core/fp8.h, core/int8.h).
+struct E4m3Codes {
+  static constexpr float kMax = 448.0f;
+  using Acc = float;
+  __device__ static uint8_t code(float v) { return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)); }
+};
+struct Int8Codes {
+  static constexpr float kMax = 127.0f;
+  using Acc = int;
+  __device__ static uint8_t code(float v) {
+    const int c = max(-127, min(127, __float2int_rn(v)));  // (NaN: 0)
+    return static_cast<uint8_t>(static_cast<int8_t>(c));
+  }
+};
+
+template <typename T, typename C>
 __global__ void __launch_bounds__(kQuantThreads)
     quantizeRowsKernel(const T* __restrict__ x, int64_t ld_x, int64_t k, uint8_t* __restrict__ q,
                        float* __restrict__ scales) {
@@ -45,11 +61,10 @@ __global__ void __launch_bounds__(kQuantThreads)
 #pragma unroll
   for (int w = 0; w < kQuantThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
   const bool nonzero = amax > 0.0f;
-  const float inverse = nonzero ? kFp8Max / amax : 1.0f;
-  if (threadIdx.x == 0) scales[blockIdx.x] = nonzero ? amax / kFp8Max : 1.0f;
+  const float inverse = nonzero ? C::kMax / amax : 1.0f;
+  if (threadIdx.x == 0) scales[blockIdx.x] = nonzero ? amax / C::kMax : 1.0f;
   uint8_t* qrow = q + blockIdx.x * k;
-  for (int64_t i = threadIdx.x; i < k; i += kQuantThreads)
-    qrow[i] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(toFloat(row[i]) * inverse, __NV_SATFINITE, __NV_E4M3));
+  for (int64_t i = threadIdx.x; i < k; i += kQuantThreads) qrow[i] = C::code(toFloat(row[i]) * inverse);
 }
 
 // d += A (16 x 32, rows g / g + 8 in a0 a2 / a1 a3) * B (32 x 8, column g in b0 b1), e4m3 in, f32 accumulate.
@@ -76,14 +91,38 @@ __device__ __forceinline__ void chunkMma(float (&d)[4], const uint4& wa, const u
   for (int i = 0; i < 4; ++i) d[i] += t[i];
 }
 
+// d += A * B as mmaE4m3, int8 in, int32 accumulate (exact).
+__device__ __forceinline__ void mmaS8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                      uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+__device__ __forceinline__ void chunkMma(int (&d)[4], const uint4& wa, const uint4& wb, const uint4& xv) {
+  mmaS8(d, wa.x, wb.x, wa.y, wb.y, xv.x, xv.y);
+  mmaS8(d, wa.z, wb.z, wa.w, wb.w, xv.z, xv.w);
+}
+
+// A sum of code products scaled: E4M3 as the FP8 path always computed it (contractable); INT8
+// with every operation rounded on its own, as the CPU reference computes it.
+__device__ __forceinline__ float scaledSum(float s, float sx, float sw, float b) { return s * (sx * sw) + b; }
+__device__ __forceinline__ float scaledSum(int s, float sx, float sw, float b) {
+  return __fadd_rn(__fmul_rn(__int2float_rn(s), __fmul_rn(sx, sw)), b);
+}
+
 constexpr int kGemvWarps = 8;
 constexpr int kRowsPerBlock = 16;
 constexpr int kChunk = 64;  // bytes of k per warp step (4 lanes x 16 bytes)
 constexpr int kUnroll = 4;  // chunks per lane in flight
 
-template <typename OUT>
+template <typename OUT, typename C>
 __global__ void __launch_bounds__(kGemvWarps * 32)
-    fp8GemvKernel(const uint8_t* __restrict__ x, const float* __restrict__ sx, int m, int64_t k,
+    gemvKernel(const uint8_t* __restrict__ x, const float* __restrict__ sx, int m, int64_t k,
                   const uint8_t* __restrict__ w, const float* __restrict__ sw, int64_t n,
                   const float* __restrict__ bias, OUT* __restrict__ out, int64_t ld_out, bool accumulate) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -103,7 +142,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
   pdlWait();
   pdlLaunchDependents();
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  using Acc = typename C::Acc;
+  Acc d[4] = {0, 0, 0, 0};
   const uint4 zero = make_uint4(0, 0, 0, 0);
   int64_t c = warp;
   for (; c + kGemvWarps * (kUnroll - 1) < chunks; c += kGemvWarps * kUnroll) {
@@ -126,7 +166,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
     chunkMma(d, wa, wb, xv);
   }
   // d: (row g, x rows 2t, 2t + 1), (row g + 8, the same x rows).
-  __shared__ float sums[kGemvWarps][kRowsPerBlock][8];
+  __shared__ Acc sums[kGemvWarps][kRowsPerBlock][8];
   sums[warp][g][2 * t] = d[0];
   sums[warp][g][2 * t + 1] = d[1];
   sums[warp][g + 8][2 * t] = d[2];
@@ -135,29 +175,29 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   if (threadIdx.x >= kRowsPerBlock * 8) return;
   const int r = threadIdx.x % kRowsPerBlock, j = threadIdx.x / kRowsPerBlock;
   if (j >= m || n0 + r >= n) return;
-  float s = 0.0f;
+  Acc s = 0;
 #pragma unroll
   for (int i = 0; i < kGemvWarps; ++i) s += sums[i][r][j];
-  const float v = s * (sx[j] * sw[n0 + r]) + (bias ? bias[n0 + r] : 0.0f);
+  const float v = scaledSum(s, sx[j], sw[n0 + r], bias ? bias[n0 + r] : 0.0f);
   OUT* o = out + j * ld_out + n0 + r;
   if constexpr (std::is_same_v<OUT, float>) {
-    *o = accumulate ? *o + v : v;
+    *o = accumulate ? __fadd_rn(*o, v) : v;
   } else {
     storeFloat(o, v);
   }
 }
 
-template <typename OUT>
-__global__ void scaleOutKernel(const float* __restrict__ sums, int64_t ld_sums, int64_t m, int64_t n,
+template <typename OUT, typename ACC>
+__global__ void scaleOutKernel(const ACC* __restrict__ sums, int64_t ld_sums, int64_t m, int64_t n,
                                const float* __restrict__ sx, const float* __restrict__ sw, const float* __restrict__ bias, OUT* __restrict__ out,
                                int64_t ld_out, bool accumulate) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= m * n) return;
   const int64_t j = i / n, r = i % n;
-  const float v = sums[j * ld_sums + r] * (sx[j] * sw[r]) + (bias ? bias[r] : 0.0f);
+  const float v = scaledSum(sums[j * ld_sums + r], sx[j], sw[r], bias ? bias[r] : 0.0f);
   OUT* o = out + j * ld_out + r;
   if constexpr (std::is_same_v<OUT, float>) {
-    *o = accumulate ? *o + v : v;
+    *o = accumulate ? __fadd_rn(*o, v) : v;
   } else {
     storeFloat(o, v);
   }
@@ -176,51 +216,56 @@ cudaError_t withOutType(DType dt, F&& f) {
 
 }  // namespace
 
-cudaError_t fp8QuantizeRows(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k, uint8_t* q,
-                            float* scales, cudaStream_t stream) {
+cudaError_t w8a8QuantizeRows(DType codes, const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k,
+                             uint8_t* q, float* scales, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
-  if (m > INT32_MAX || k < 1) return cudaErrorInvalidValue;
+  if (m > INT32_MAX || k < 1 || (codes != DType::kF8E4M3 && codes != DType::kI8)) return cudaErrorInvalidValue;
   return withOutType(x_dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    return launchPdl(quantizeRowsKernel<T>, dim3(static_cast<unsigned>(m)), dim3(kQuantThreads), 0, stream,
+    if (codes == DType::kI8)
+      return launchPdl(quantizeRowsKernel<T, Int8Codes>, dim3(static_cast<unsigned>(m)), dim3(kQuantThreads), 0,
+                       stream, static_cast<const T*>(x), ld_x, k, q, scales);
+    return launchPdl(quantizeRowsKernel<T, E4m3Codes>, dim3(static_cast<unsigned>(m)), dim3(kQuantThreads), 0, stream,
                      static_cast<const T*>(x), ld_x, k, q, scales);
   });
 }
 
-bool fp8GemvSupported(int64_t m, int64_t k) { return m >= 1 && m <= kFp8GemvMaxRows && k > 0 && k % kChunk == 0; }
+bool w8a8GemvSupported(int64_t m, int64_t k) { return m >= 1 && m <= kW8a8GemvMaxRows && k > 0 && k % kChunk == 0; }
 
-namespace {
-cudaError_t launchFp8Gemv(const uint8_t* x, const float* sx, int64_t m, int64_t k, const uint8_t* w,
-                          const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
-                          bool accumulate, cudaStream_t stream) {
+cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w,
+                     const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                     bool accumulate, cudaStream_t stream) {
+  if (!w8a8GemvSupported(m, k) || reinterpret_cast<uintptr_t>(q) % 16 != 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  if ((accumulate && out_dtype != DType::kF32) || reinterpret_cast<uintptr_t>(w) % 16 != 0)
+  if ((accumulate && out_dtype != DType::kF32) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
+      (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
   return withOutType(out_dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    return launchPdl(fp8GemvKernel<T>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream, x, sx,
+    if (codes == DType::kI8)
+      return launchPdl(gemvKernel<T, Int8Codes>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream, q, sx,
+                       static_cast<int>(m), k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
+    return launchPdl(gemvKernel<T, E4m3Codes>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream, q, sx,
                      static_cast<int>(m), k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
   });
 }
-}  // namespace
 
-cudaError_t fp8Gemv(const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w, const float* sw,
-                    int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                    cudaStream_t stream) {
-  if (!fp8GemvSupported(m, k) || reinterpret_cast<uintptr_t>(q) % 16 != 0) return cudaErrorInvalidValue;
-  return launchFp8Gemv(q, sx, m, k, w, sw, n, bias, out, out_dtype, ld_out, accumulate, stream);
-}
-
-cudaError_t fp8ScaleOut(const float* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx, const float* sw,
-                        const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                        cudaStream_t stream) {
+cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx,
+                         const float* sw, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                         bool accumulate, cudaStream_t stream) {
   if (m * n == 0) return cudaSuccess;
-  if (accumulate && out_dtype != DType::kF32) return cudaErrorInvalidValue;
+  if ((accumulate && out_dtype != DType::kF32) || (codes != DType::kF8E4M3 && codes != DType::kI8))
+    return cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((m * n + 255) / 256);
   return withOutType(out_dtype, [&](auto tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    scaleOutKernel<T><<<blocks, 256, 0, stream>>>(sums, ld_sums, m, n, sx, sw, bias, static_cast<T*>(out), ld_out, accumulate);
+    if (codes == DType::kI8)
+      scaleOutKernel<T, int><<<blocks, 256, 0, stream>>>(static_cast<const int*>(sums), ld_sums, m, n, sx, sw, bias,
+                                                         static_cast<T*>(out), ld_out, accumulate);
+    else
+      scaleOutKernel<T, float><<<blocks, 256, 0, stream>>>(static_cast<const float*>(sums), ld_sums, m, n, sx, sw,
+                                                           bias, static_cast<T*>(out), ld_out, accumulate);
     return cudaGetLastError();
   });
 }

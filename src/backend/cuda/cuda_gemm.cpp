@@ -17,7 +17,9 @@ const LtGemm::Plan* LtGemm::plan(const Shape& shape, cublasStatus_t& s) {
   const auto in_type = static_cast<cudaDataType_t>(in), out_type = static_cast<cudaDataType_t>(out);
   size_t workspace_bytes = static_cast<size_t>(ws);
   Plan p;
-  s = cublasLtMatmulDescCreate(p.op.out(), CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  const bool int8 = in_type == CUDA_R_8I;  // int32 accumulation, alpha and beta int32
+  s = cublasLtMatmulDescCreate(p.op.out(), int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                               int8 ? CUDA_R_32I : CUDA_R_32F);
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(p.op.get(), CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
   if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulDescSetAttribute(p.op.get(), CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
@@ -62,12 +64,15 @@ cublasStatus_t LtGemm::run(cudaDataType_t in_type, const void* w, const void* x,
                         p->c.get(), &p->algo, workspace, p->workspace, stream);
 }
 
-cublasStatus_t LtGemm::runFp8(const void* w, const float* w_scale, const void* x, const float* x_scale, void* out,
-                              cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
-                              size_t workspace_bytes, cudaStream_t stream, bool accumulate) {
+cublasStatus_t LtGemm::runW8a8(cudaDataType_t code_type, const void* w, const float* w_scale, const void* x,
+                               const float* x_scale, void* out, cudaDataType_t out_type, int64_t m, int64_t n,
+                               int64_t k, int64_t ldc, void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                               bool accumulate) {
   const bool scaled = w_scale != nullptr && x_scale != nullptr;
+  const bool int8 = code_type == CUDA_R_8I;
+  if (int8 && (scaled || out_type != CUDA_R_32I)) return CUBLAS_STATUS_NOT_SUPPORTED;
   cublasStatus_t s;
-  const Plan* p = plan({m, n, k, ldc, k, static_cast<int64_t>(CUDA_R_8F_E4M3), static_cast<int64_t>(out_type),
+  const Plan* p = plan({m, n, k, ldc, k, static_cast<int64_t>(code_type), static_cast<int64_t>(out_type),
                         static_cast<int64_t>(workspace_bytes), scaled ? 1 : 0},
                        s);
   if (p == nullptr) return s;
@@ -78,6 +83,11 @@ cublasStatus_t LtGemm::runFp8(const void* w, const float* w_scale, const void* x
     if (s == CUBLAS_STATUS_SUCCESS)
       s = cublasLtMatmulDescSetAttribute(p->op.get(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &x_scale, sizeof(x_scale));
     if (s != CUBLAS_STATUS_SUCCESS) return s;
+  }
+  if (int8) {
+    const int32_t one = 1, beta = accumulate ? 1 : 0;
+    return cublasLtMatmul(lt_.get(), p->op.get(), &one, w, p->a.get(), x, p->b.get(), &beta, out, p->c.get(), out,
+                          p->c.get(), &p->algo, workspace, p->workspace, stream);
   }
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   return cublasLtMatmul(lt_.get(), p->op.get(), &one, w, p->a.get(), x, p->b.get(), &beta, out, p->c.get(), out,

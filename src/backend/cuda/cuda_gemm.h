@@ -31,11 +31,13 @@ class LtGemm {
   cublasStatus_t run(cudaDataType_t in_type, const void* w, const void* x, int64_t ldx, void* out,
                      cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
                      size_t workspace_bytes, cudaStream_t stream, bool accumulate = false);
-  // FP8 E4M3 codes: out[m, n] (float32 / bf16 / fp16 per out_type, row stride ldc) =
-  // (x[m, k] W[n, k]^T) * (x_scale[m] * w_scale[n]), fp32 accumulation, both scale vectors
-  // applied by cuBLASLt (outer-vector scaling); x and W contiguous. With null scales, the plain
-  // sums of code products. CUBLAS_STATUS_NOT_SUPPORTED where cuBLASLt has no algorithm for it.
-  cublasStatus_t runFp8(const void* w, const float* w_scale, const void* x, const float* x_scale, void* out,
+  // 8-bit codes (code_type CUDA_R_8F_E4M3 or CUDA_R_8I): out[m, n] (row stride ldc) =
+  // (x[m, k] W[n, k]^T) * (x_scale[m] * w_scale[n]), x and W contiguous. E4M3: fp32 accumulation,
+  // out float32 / bf16 / fp16 per out_type, both scale vectors applied by cuBLASLt (outer-vector
+  // scaling), or with null scales the plain sums of code products. INT8: int32 accumulation into
+  // an int32 out (CUDA_R_32I), null scales only. CUBLAS_STATUS_NOT_SUPPORTED where cuBLASLt has
+  // no algorithm for it.
+  cublasStatus_t runW8a8(cudaDataType_t code_type, const void* w, const float* w_scale, const void* x, const float* x_scale, void* out,
                         cudaDataType_t out_type, int64_t m, int64_t n, int64_t k, int64_t ldc, void* workspace,
                         size_t workspace_bytes, cudaStream_t stream, bool accumulate);
 

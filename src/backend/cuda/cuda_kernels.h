@@ -318,21 +318,22 @@ cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DTyp
                  int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
                  cudaStream_t stream, const GemvNormIn* norm_in = nullptr, const GemvNormOut* norm_out = nullptr);
 
-// FP8 (W8A8) products (cuda_fp8.cu). fp8QuantizeRows: each row of x (F32, BF16 or F16, row
-// stride ld_x) quantized by core/fp8.h's rule into q [m, k] (E4M3 codes, row stride k) and
-// scales [m]. fp8Gemv, for m <= kFp8GemvMaxRows and k % 64 == 0 (fp8GemvSupported):
-// out[m, n] = (q . codes_w^T) * (scales[row] * sw[n]) (+ bias[n]) on the tensor cores, out F32, BF16
-// or F16 (accumulate: out += that, F32). fp8ScaleOut: the same scaling and bias for sums
-// computed without scales (sums [m, n], row stride ld_sums).
-constexpr int64_t kFp8GemvMaxRows = 8;
-cudaError_t fp8QuantizeRows(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k, uint8_t* q,
-                            float* scales, cudaStream_t stream);
-bool fp8GemvSupported(int64_t m, int64_t k);
-cudaError_t fp8Gemv(const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w, const float* sw,
-                    int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                    cudaStream_t stream);
-cudaError_t fp8ScaleOut(const float* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx, const float* sw,
-                        const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                        cudaStream_t stream);
+// 8-bit (W8A8) products (cuda_fp8.cu), `codes` F8_E4M3 or I8. w8a8QuantizeRows: each row of x
+// (F32, BF16 or F16, row stride ld_x) quantized by core/fp8.h's or core/int8.h's rule into q [m, k]
+// (codes, row stride k) and scales [m]. w8a8Gemv, for m <= kW8a8GemvMaxRows and k % 64 == 0
+// (w8a8GemvSupported): out[m, n] = (q . codes_w^T) * (scales[row] * sw[n]) (+ bias[n]) on the
+// tensor cores, out F32, BF16 or F16 (accumulate: out += that, F32). w8a8ScaleOut: the same scaling
+// and bias for sums computed without scales (sums [m, n], row stride ld_sums; float for E4M3,
+// int32 for I8).
+constexpr int64_t kW8a8GemvMaxRows = 8;
+cudaError_t w8a8QuantizeRows(DType codes, const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k,
+                             uint8_t* q, float* scales, cudaStream_t stream);
+bool w8a8GemvSupported(int64_t m, int64_t k);
+cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w,
+                     const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                     bool accumulate, cudaStream_t stream);
+cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx,
+                         const float* sw, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                         bool accumulate, cudaStream_t stream);
 
 }  // namespace llmrt::cuda

@@ -17,7 +17,7 @@ Status WeightStager::stage(const TensorView& p, DType dt, uint8_t* dev, const st
   // converts it into place on the device (the host's one-thread loop took ~35 s for 8B parameters)
   // and flags a value beyond fp16's range for finish().
   const bool native = p.dtype == DType::kF32 || p.dtype == DType::kBF16 || p.dtype == DType::kF16 ||
-                      (p.dtype == DType::kF8E4M3 && dt == DType::kF8E4M3);  // (FP8 codes go up as they are)
+                      ((p.dtype == DType::kF8E4M3 || p.dtype == DType::kI8) && dt == p.dtype);  // (8-bit codes go up as they are)
   const DType up = native ? p.dtype : DType::kF32;
   const bool convert = up != dt;
   for (int i = 0; i < 2; ++i) {

@@ -1,0 +1,23 @@
+// Writing quantized checkpoints (include/llmrt/quantize.h's quantizeCheckpoint, which calibrates
+// SmoothQuant in the runtime layer and writes through here).
+#pragma once
+
+#include <string>
+
+#include "llmrt/quantize.h"
+#include "loader/model_directory.h"
+
+namespace llmrt {
+
+class TensorSmoothing;
+
+// InvalidArgument when `m` cannot be quantized: already quantized, or GPT-2's Conv1D layout.
+Status checkQuantizable(const QuantizeOptions& options, const ModelDirectory& m);
+
+// quantizeCheckpoint's writer: options.method fp8, or int8 / smoothquant (INT8 codes), with the
+// tensors `smoothing` names changed first (null: none); `producer` goes into the
+// quantization_config ("" = "llmrt quantize --method METHOD").
+Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& options, const TensorSmoothing* smoothing,
+                                                const std::string& producer);
+
+}  // namespace llmrt

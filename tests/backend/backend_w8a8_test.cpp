@@ -1,0 +1,139 @@
+// 8-bit products (Backend::loadQuantizedWeight) on the CUDA backend against the CPU reference: the
+// same codes, scales and (rounded) inputs, so both quantize x to the same codes.
+//   FP8: the code products are exact, and the sums differ by the tensor cores' FP8 accumulation
+//   (fewer bits than float32: about 1e-4 relative at these sizes) and the output's rounding.
+//   INT8: bit for bit — the code products are summed in int32 (exact, in any order: the
+//   matrix-vector kernel's MMAs, cuBLASLt's int8 GEMM), and both scale the sums with the same
+//   float32 operations.
+// Decode-sized products take the tensor-core matrix-vector kernel (k % 64 == 0, m <= fp8_gemv_rows),
+// the rest cuBLASLt's 8-bit GEMM; the "cublaslt" mode sends every product to cuBLASLt.
+#include "backend_ops_fixture.h"
+#include "core/fp8.h"
+#include "core/int8.h"
+
+namespace llmrt {
+namespace {
+
+// Tolerances of FP8: relative L2 error, and the largest difference as a share of the largest |ref|.
+constexpr double kRel = 1e-3, kAbs = 2e-3;
+double maxAbs(const std::vector<float>& v) {
+  double m = 0.0;
+  for (float x : v) m = std::max(m, static_cast<double>(std::fabs(x)));
+  return m;
+}
+
+class BackendW8a8 : public BackendOps {
+ protected:
+  // A random [n, k] weight quantized per row into `codes` (F8_E4M3 or I8), loaded on both backends.
+  std::pair<TensorView, TensorView> quantizedWeight(int64_t n, int64_t k, DType codes) {
+    std::vector<float> w = randomVec(static_cast<size_t>(n * k), rng_, 0.05f);
+    std::vector<uint8_t>& c = codes_.emplace_back(static_cast<size_t>(n * k));
+    std::vector<float>& scales = scales_.emplace_back(static_cast<size_t>(n));
+    const TensorView wv(w.data(), DType::kF32, Shape{n, k});
+    if (codes == DType::kI8)
+      quantizeInt8Rows(wv, reinterpret_cast<int8_t*>(c.data()), scales.data());
+    else
+      quantizeFp8Rows(wv, c.data(), scales.data());
+    const TensorView cv(c.data(), codes, Shape{n, k}), sv(scales.data(), DType::kF32, Shape{n});
+    auto cw = cpu_->loadQuantizedWeight(cv, sv, "w"), gw = gpu_->loadQuantizedWeight(cv, sv, "w");
+    EXPECT_TRUE(cw.isOk()) << cw.status().toString();
+    EXPECT_TRUE(gw.isOk()) << gw.status().toString();
+    EXPECT_TRUE(gpu_->finishWeights().isOk());
+    return {*cw, *gw};
+  }
+  // FP8: within the tolerances (a 16-bit output may round the other way where the sums differ: up
+  // to a step on a few entries); INT8: equal.
+  void expectMatch(DType codes, const std::vector<float>& got, const std::vector<float>& want, DType out_dtype,
+                   const std::string& what) {
+    if (codes == DType::kF8E4M3) {
+      expectClose(got, want, kRel + halfStep(out_dtype), kAbs * maxAbs(want), what, halfStep(out_dtype));
+      return;
+    }
+    ASSERT_EQ(got.size(), want.size()) << what;
+    size_t bad = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!(got[i] == want[i]) && bad++ < 5) ADD_FAILURE() << what << " at " << i << ": " << got[i] << " vs " << want[i];
+    EXPECT_EQ(bad, 0u) << what;
+  }
+  void linearAndLinearAdd(DType codes);
+  void zeroSpikyAndTiedRows(DType codes);
+  std::deque<std::vector<uint8_t>> codes_;
+  std::deque<std::vector<float>> scales_;
+};
+
+void BackendW8a8::linearAndLinearAdd(DType codes) {
+  struct Case {
+    int64_t m, k, n;
+    bool bias;
+  };
+  const std::string kind = codes == DType::kI8 ? "int8 " : "fp8 ";
+  // k 1008: a multiple of 16, not of 64 (cuBLASLt even at one row); n 5 / 33 / 1001: partial
+  // 16-row blocks; m 1-8: the matrix-vector kernel; m 9, 64, 300: cuBLASLt.
+  for (const Case& c : {Case{1, 64, 5, false}, Case{1, 4096, 1001, true}, Case{2, 256, 512, false},
+                        Case{3, 1024, 33, true}, Case{8, 2048, 64, true}, Case{9, 512, 130, false},
+                        Case{1, 1008, 48, true}, Case{64, 4096, 96, false}, Case{300, 512, 200, true}}) {
+    const std::string what = kind + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
+    std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_, 3.0f);
+    roundTo(x, gpu_->activationDtype());
+    const std::vector<float> b = randomVec(static_cast<size_t>(c.n), rng_);
+    auto [wc, wg] = quantizedWeight(c.n, c.k, codes);
+    auto [bc, bg] = weight(b, Shape{c.n});
+    auto [xc, xg] = put(0, c.m, c.k, x, gpu_->activationDtype());
+    for (const DType out_dtype : {DType::kF32, gpu_->activationDtype()}) {
+      // Into a column slice of a wider buffer (row stride n + 8), as q/k/v slices are.
+      auto [oc_full, og_full] = put(1, c.m, c.n + 8, {}, out_dtype);
+      TensorView oc = columns(oc_full, 0, c.n), og = columns(og_full, 0, c.n);
+      cpu_->linear(xc, wc, c.bias ? &bc : nullptr, oc);
+      gpu_->linear(xg, wg, c.bias ? &bg : nullptr, og);
+      std::vector<float> want = get(*cpu_, oc);
+      roundTo(want, out_dtype);
+      expectMatch(codes, get(*gpu_, og), want, out_dtype, "linear " + what + " out " + std::string(dtypeName(out_dtype)));
+    }
+    const std::vector<float> res = randomVec(static_cast<size_t>(c.m * c.n), rng_, 4.0f);
+    auto [rc, rg] = put(2, c.m, c.n, res);
+    cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, rc);
+    gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, rg);
+    expectMatch(codes, get(*gpu_, rg), get(*cpu_, rc), DType::kF32, "linearAdd " + what);
+  }
+}
+
+// Rows of zeros (scale 1), with one huge entry (all others quantize to zero or subnormals) and
+// with codes at ties (x.5: INT8 rounds to even) give the CPU's values too.
+void BackendW8a8::zeroSpikyAndTiedRows(DType codes) {
+  const int64_t m = 4, k = 128, n = 32;
+  std::vector<float> x(static_cast<size_t>(m * k), 0.0f);
+  for (int64_t j = 0; j < k; ++j) {
+    x[static_cast<size_t>(k + j)] = 1e-3f * static_cast<float>(j % 7);
+    x[static_cast<size_t>(2 * k + j)] = -0.5f + 0.01f * static_cast<float>(j);
+    x[static_cast<size_t>(3 * k + j)] = static_cast<float>(j % 5) * 0.5f - 1.0f;
+  }
+  x[static_cast<size_t>(k + 5)] = 3000.0f;
+  x[static_cast<size_t>(3 * k)] = 2.0f;  // amax 2: codes of +-0.5 are 31.75, of +-1 63.5 (a tie)
+  roundTo(x, gpu_->activationDtype());
+  auto [wc, wg] = quantizedWeight(n, k, codes);
+  auto [xc, xg] = put(0, m, k, x, gpu_->activationDtype());
+  for (int gemv : {1, 0}) {
+    const int64_t rows = gemv ? 1 : m;  // one row: the matrix-vector kernel
+    TensorView xc_r = xc, xg_r = xg;
+    xc_r.shape[0] = xg_r.shape[0] = rows;
+    auto [oc, og] = put(1, rows, n, {});
+    cpu_->linear(xc_r, wc, nullptr, oc);
+    gpu_->linear(xg_r, wg, nullptr, og);
+    expectMatch(codes, get(*gpu_, og), get(*cpu_, oc), DType::kF32, "special rows, m " + std::to_string(rows));
+  }
+}
+
+TEST_P(BackendW8a8, Fp8LinearAndLinearAddMatchTheCpuReference) { linearAndLinearAdd(DType::kF8E4M3); }
+TEST_P(BackendW8a8, Int8LinearAndLinearAddEqualTheCpuReference) { linearAndLinearAdd(DType::kI8); }
+TEST_P(BackendW8a8, Fp8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kF8E4M3); }
+TEST_P(BackendW8a8, Int8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kI8); }
+
+INSTANTIATE_TEST_SUITE_P(Modes, BackendW8a8,
+                         ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},
+                                           Mode{DType::kBF16, DType::kBF16, "bf16"},
+                                           Mode{DType::kF16, DType::kF16, "fp16"},
+                                           tuned("bf16_cublaslt", [](CudaTuning& t) { t.fp8_gemv_rows = 0; })),
+                         [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace llmrt
