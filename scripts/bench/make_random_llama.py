@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes a random-weight Llama checkpoint (HF layout, bf16 safetensors) for benchmarks.
 
-usage: make_random_llama.py OUT_DIR [--preset 100m|8b] [--seed 0]
-Weights are N(0, 0.02) (norms 1), so the text is meaningless; only speed matters.
+usage: make_random_llama.py OUT_DIR [--preset 100m|8b] [--seed 0] [--awq]
+Weights are N(0, 0.02) (norms 1), so the text is meaningless; only speed matters. With --awq the
+q/k/v/o and MLP matrices are an AutoAWQ GEMM checkpoint's instead (random 4-bit codes and zero
+points, fp16 scales near 0.004, group size 128).
 Needs numpy only (no torch)."""
 import argparse, json, os, struct
 import numpy as np
@@ -24,6 +26,7 @@ def main():
     ap.add_argument("--preset", default="100m", choices=PRESETS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--numpy", action="store_true", help="draw with numpy even where torch and a GPU exist")
+    ap.add_argument("--awq", action="store_true", help="AutoAWQ GEMM (4-bit, group 128) product matrices")
     a = ap.parse_args()
     c = dict(PRESETS[a.preset])
     c.update(architectures=["LlamaForCausalLM"], model_type="llama", max_position_embeddings=4096,
@@ -42,11 +45,22 @@ def main():
                        p + "self_attn.v_proj.weight": (KV, H), p + "self_attn.o_proj.weight": (H, Q),
                        p + "mlp.gate_proj.weight": (I, H), p + "mlp.up_proj.weight": (I, H),
                        p + "mlp.down_proj.weight": (H, I)})
+    G = 128
+    if a.awq:
+        c["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": G, "version": "gemm",
+                                    "zero_point": True}
+        for n in [n for n in shapes if n.endswith("_proj.weight")]:
+            out_f, in_f = shapes.pop(n)
+            base = n[:-len("weight")]
+            shapes[base + "qweight"] = ("I32", (in_f, out_f // 8))
+            shapes[base + "qzeros"] = ("I32", (in_f // G, out_f // 8))
+            shapes[base + "scales"] = ("F16", (in_f // G, out_f))
     os.makedirs(a.out, exist_ok=True)
     header, off = {}, 0
     for n, s in shapes.items():
-        nbytes = int(np.prod(s)) * 2
-        header[n] = {"dtype": "BF16", "shape": list(s), "data_offsets": [off, off + nbytes]}
+        dt, s = s if isinstance(s[0], str) else ("BF16", s)
+        nbytes = int(np.prod(s)) * (4 if dt == "I32" else 2)
+        header[n] = {"dtype": dt, "shape": list(s), "data_offsets": [off, off + nbytes]}
         off += nbytes
     hj = json.dumps(header).encode()
     hj += b" " * ((8 - len(hj) % 8) % 8)
@@ -64,7 +78,13 @@ def main():
         f.write(struct.pack("<Q", len(hj)))
         f.write(hj)
         for n, s in shapes.items():
-            if n.endswith("norm.weight"):
+            if isinstance(s[0], str):  # AWQ: random codes / zero points, scales near 0.004
+                dt, s = s
+                if dt == "I32":
+                    f.write(rng.integers(0, 2**32, size=s, dtype=np.uint32).tobytes())
+                else:
+                    f.write((rng.random(s, dtype=np.float32) * 0.002 + 0.003).astype(np.float16).tobytes())
+            elif n.endswith("norm.weight"):
                 f.write(bf16(np.ones(s, np.float32)).tobytes())
             elif gen is not None:
                 t = (torch.randn(s, generator=gen, device="cuda", dtype=torch.float32) * 0.02).to(torch.bfloat16)
@@ -73,7 +93,7 @@ def main():
                 f.write(bf16(rng.standard_normal(s, dtype=np.float32) * 0.02).tobytes())
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(c, f, indent=2)
-    params = sum(int(np.prod(s)) for s in shapes.values())
+    params = sum(int(np.prod(s[1] if isinstance(s[0], str) else s)) for s in shapes.values())
     print(f"{a.out}: {params/1e6:.1f}M parameters, {off/2**20:.0f} MiB")
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import os
 import sys
 
 
-def step_bytes(c, fp8, ctx):
+def step_bytes(c, quantization, ctx):
     h, L = c["hidden_size"], c["num_hidden_layers"]
     heads, kv = c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
     hd = c.get("head_dim") or h // heads
@@ -21,7 +21,12 @@ def step_bytes(c, fp8, ctx):
     mats = [(q + 2 * kvw, h), (h, q), (2 * inter, h), (h, inter)]  # (rows, cols)
     params = sum(r * k for r, k in mats) * L
     rows = sum(r for r, _ in mats) * L
-    products = params + 4 * rows if fp8 else 2 * params
+    if quantization in ("fp8", "int8"):  # a byte per weight, a float32 scale per row
+        products = params + 4 * rows
+    elif quantization == "awq":  # half a byte per weight, a float32 scale and zero term per 128
+        products = params // 2 + params // 128 * 8
+    else:
+        products = 2 * params
     lm_head = 2 * vocab * h
     norms = 2 * h * (2 * L + 1)
     kv_bytes = ctx * L * 2 * kvw * 2
@@ -29,7 +34,7 @@ def step_bytes(c, fp8, ctx):
 
 
 def label(r):
-    return {"fp8": "fp8 (W8A8)", "int8": "int8 (W8A8)"}.get(r["quantization"], "bf16")
+    return {"fp8": "fp8 (W8A8)", "int8": "int8 (W8A8)", "awq": "awq (W4A16)"}.get(r["quantization"], "bf16")
 
 
 def main():
@@ -48,7 +53,7 @@ def main():
             print(f"| {r['quantization']} | – | – | {r['error']}: {(r.get('log_tail') or [''])[-1]} | – |")
             continue
         ctx = r["config"]["input_len"] + r["config"]["output_len"] / 2
-        w, kv = step_bytes(cfg, r["quantization"] in ("fp8", "int8"), ctx)
+        w, kv = step_bytes(cfg, r["quantization"], ctx)
         ms = r["results"]["decode_ms_per_token"]
         floor = (w + kv) / (bw * 1e12) * 1e3 if bw else None
         name = label(r)

@@ -171,6 +171,19 @@ class Backend {
                          " has no 8-bit products");
   }
 
+  // ---- 4-bit weights (W4A16: AWQ's asymmetric int4 groups) ---------------------------
+  // Whether loadInt4Weight keeps the weights in 4 bits here (else it dequantizes them).
+  virtual bool supportsInt4Weights() const { return false; }
+  // A product weight W[i][j] = float(code[i][j] - zero[i][j / group]) * scale[i][j / group]
+  // (float32 math, as AutoAWQ dequantizes): codes [out, in] (U8, values 0..15), scales
+  // [out, in / group] (F32), zeros [out, in / group] (U8, 0..15), in host memory; in % group == 0.
+  // The view returned names the weight for this backend's products: a backend without 4-bit
+  // products (the default) returns the dequantized weight from loadWeight (F32 parts); one with
+  // them returns a view of dtype U8 and shape [out, in] in its own layout, which its products
+  // take as that W times 16-bit (or float32) activations.
+  virtual Result<TensorView> loadInt4Weight(const TensorView& codes, const TensorView& scales,
+                                            const TensorView& zeros, int64_t group, const std::string& name);
+
   // ---- activations ----------------------------------------------------------
   // Returns a scratch tensor [rows, cols] of `dtype` in the backend's memory; `slot`
   // names a buffer reused across calls (grown when too small). Every backend

@@ -5,6 +5,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "llmrt/status.h"
@@ -48,5 +49,17 @@ inline Status checkQuantizedWeightParts(const TensorView& codes, const TensorVie
                            " contiguous F32 values (one per row) in host memory");
   return Status::ok();
 }
+
+}  // namespace llmrt
+
+namespace llmrt {
+
+// Checks loadInt4Weight's arguments (backend.h): codes U8 [out, in] of 0..15, scales F32 and zeros
+// U8 (0..15) [out, in / group], contiguous, in host memory, group dividing in.
+Status checkInt4WeightParts(const TensorView& codes, const TensorView& scales, const TensorView& zeros, int64_t group,
+                            const std::string& name);
+// W[i][j] = float(code - zero) * scale as float32 [out * in] (the arguments checked).
+std::vector<float> dequantizeInt4(const TensorView& codes, const TensorView& scales, const TensorView& zeros,
+                                  int64_t group);
 
 }  // namespace llmrt

@@ -459,6 +459,31 @@ Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, c
     return v;
   };
   const bool transposed = archEntry(config_.arch).names.transposed;
+  if (awq_component_ != AwqComponent::kDequantized) {
+    if (transposed) return unimplemented("AWQ matrix '" + name + "': components of a Conv1D (transposed) layout");
+    // One component in the model's layout: row c (output channel), columns r (input) or g (group).
+    const bool codes = awq_component_ == AwqComponent::kCodes;
+    const int64_t cols = codes ? a.in : a.groups;
+    std::vector<char> bytes(static_cast<size_t>(a.out * cols) * sizeof(float));
+    float* out = reinterpret_cast<float*>(bytes.data());
+    const bool scales_part = awq_component_ == AwqComponent::kScales;
+    // Bands of 64 input rows (columns of the output) on every core: the transposition's writes
+    // stay within a few cache lines per output row.
+    constexpr int64_t kBand = 64;
+    if (!pool_) pool_ = std::make_unique<ThreadPool>();
+    pool_->parallelFor((cols + kBand - 1) / kBand, [&](int64_t b0, int64_t b1) {
+      for (int64_t p = 0; p < packs; ++p)
+        for (int64_t r = b0 * kBand; r < std::min(cols, b1 * kBand); ++r) {
+          const uint32_t q = codes ? word(qw, r * packs + p) : word(qz, r * packs + p);
+          for (int j = 0; j < 8; ++j) {
+            const int64_t c = p * 8 + j;
+            out[c * cols + r] = scales_part ? scales[static_cast<size_t>(r * a.out + c)]
+                                            : static_cast<float>((q >> (4 * kNibble[j])) & 15u);
+          }
+        }
+    });
+    return hold(std::move(bytes), DType::kF32, Shape{a.out, cols});
+  }
   std::vector<char> bytes(static_cast<size_t>(a.in * a.out) * sizeof(float));
   float* out = reinterpret_cast<float*>(bytes.data());
   for (int64_t r = 0; r < a.in; ++r) {

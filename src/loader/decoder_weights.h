@@ -93,19 +93,30 @@ class DecoderWeightReader {
   // copies, gone at the next call: Backend::loadWeight's `borrowable`).
   bool lastPartsBorrowable() const { return held_.empty(); }
 
+  // What parts() gives for a matrix an AWQ checkpoint stores as qweight / qzeros / scales
+  // (ModelConfig::weight_quantization "awq"): its dequantized values (the default), or one
+  // component in the model's row layout as float32 — the codes [out, in] (0..15), the scales
+  // [out, in / group] or the zero points [out, in / group] — rearranged as the matrix would be
+  // (q/k/v packing, interleaved-rotary row permutation, gate | up). Not for Conv1D families
+  // (their matrices are transposed): Unimplemented there.
+  enum class AwqComponent : uint8_t { kDequantized, kCodes, kScales, kZeros };
+  void setAwqComponent(AwqComponent c) { awq_component_ = c; }
+
  private:
   Result<TensorView> fetch(const std::string& name, const Shape& checkpoint_shape);
   Result<TensorView> hold(std::vector<char> bytes, DType dtype, Shape shape);
   Result<TensorView> transpose(const TensorView& t);
   // A float8 ("fp8") or int8 ("int8") code matrix as float32 with its scales applied.
   Result<TensorView> dequantizeScaled(const std::string& name, const TensorView& w);
-  // An AWQ matrix (ModelConfig::weight_quantization "awq") of checkpoint shape `shape` as float32.
+  // An AWQ matrix (ModelConfig::weight_quantization "awq") of checkpoint shape `shape` as float32:
+  // dequantized, or the component setAwqComponent names.
   Result<TensorView> dequantizeAwq(const std::string& name, const Shape& shape);
   Result<std::vector<TensorView>> qkvParts(int64_t layer, bool bias);
 
   const ModelConfig& config_;
   WeightSource source_;
   std::deque<std::vector<char>> held_;  // copies of the current call
+  AwqComponent awq_component_ = AwqComponent::kDequantized;
   std::unique_ptr<ThreadPool> pool_;    // transposes (Conv1D checkpoints), made at the first
 };
 

@@ -11,6 +11,7 @@
 #include "core/int8.h"
 #include "core/logging.h"
 #include "core/thread_pool.h"
+#include "loader/arch_table.h"
 #include "model/tensor_parallel.h"
 
 namespace llmrt {
@@ -104,11 +105,62 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
   };
   std::vector<uint8_t> codes;
   std::vector<float> scales;
-  std::unique_ptr<ThreadPool> quantize_pool;  // 8-bit codes: rows quantized on every core
-  if (quantized) quantize_pool = std::make_unique<ThreadPool>();
+  const bool int4_layout = options.int4_products && c.weight_quantization == "awq" && !plan &&
+                           !archEntry(c.arch).names.transposed;
+  std::unique_ptr<ThreadPool> quantize_pool;  // 8-bit codes: rows quantized on every core; 4-bit codes copied
+  if (quantized || int4_layout) quantize_pool = std::make_unique<ThreadPool>();
+  auto int4 = [&](W w) {
+    return int4_layout && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown || w == W::kSharedUp ||
+                           w == W::kSharedDown);
+  };
+  // An AWQ matrix as its codes, scales and zero points, each rearranged as the matrix would be.
+  auto loadInt4 = [&](W w, int64_t layer, const std::string& name, TensorView& out) -> Status {
+    using C = DecoderWeightReader::AwqComponent;
+    std::vector<uint8_t> q, z;
+    std::vector<float> s;
+    Shape code_shape, group_shape;
+    for (const C part : {C::kCodes, C::kScales, C::kZeros}) {
+      reader.setAwqComponent(part);
+      Result<std::vector<TensorView>> ps = reader.parts(w, layer);
+      reader.setAwqComponent(C::kDequantized);
+      if (!ps.isOk()) return ps.status();
+      LLMRT_ASSIGN_OR_RETURN(const Shape shape, fusedWeightShape(*ps, name));
+      // (The reader's components are float32.)
+      if (part == C::kScales) {
+        s.resize(static_cast<size_t>(shape.numel()));
+        int64_t at = 0;
+        for (const TensorView& p : *ps) {
+          convertToF32(p.data, p.dtype, s.data() + at, static_cast<size_t>(p.numel()));
+          at += p.numel();
+        }
+        group_shape = shape;
+        continue;
+      }
+      std::vector<uint8_t>& dst = part == C::kCodes ? q : z;
+      dst.resize(static_cast<size_t>(shape.numel()));
+      int64_t at = 0;
+      for (const TensorView& p : *ps) {
+        if (p.dtype != DType::kF32 || !p.isContiguous())
+          return internalError("4-bit products: a component of " + name + " is not contiguous float32");
+        const float* src = p.as<const float>();
+        uint8_t* d = dst.data() + at;
+        quantize_pool->parallelFor(p.numel(), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) d[i] = static_cast<uint8_t>(src[i]);
+        }, 1 << 16);
+        at += p.numel();
+      }
+      if (part == C::kCodes) code_shape = shape;
+    }
+    const int64_t group = c.awq_group_size;
+    LLMRT_ASSIGN_OR_RETURN(out, backend_.loadInt4Weight(TensorView(q.data(), DType::kU8, code_shape),
+                                                        TensorView(s.data(), DType::kF32, group_shape),
+                                                        TensorView(z.data(), DType::kU8, group_shape), group, name));
+    return Status::ok();
+  };
   // Each weight of the description, as the reader lays it out, handed to the backend.
   auto load = [&](DecoderWeight w, int64_t layer, TensorView& out) -> Status {
     if (!decoderWeightPresent(w, c, layer)) return Status::ok();
+    if (int4(w)) return loadInt4(w, layer, decoderWeightName(w, layer), out);
     LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
     const std::string name = decoderWeightName(w, layer);
     bool borrowable = reader.lastPartsBorrowable();

@@ -31,6 +31,10 @@ struct DecoderModelOptions {
   // weights (Backend::loadQuantizedWeight) of this code dtype: F8_E4M3 (core/fp8.h's rule) or I8
   // (core/int8.h's), each row quantized at load. F32 (the default): no quantized products.
   DType product_codes = DType::kF32;
+  // An AWQ checkpoint's product matrices handed to the backend as its 4-bit codes, scales and zero
+  // points (Backend::loadInt4Weight: W4A16 where the backend has 4-bit products) instead of
+  // dequantized; Conv1D families and tensor-parallel ranks load them dequantized.
+  bool int4_products = false;
   // Tensor parallelism: this model is rank comm->rank() of comm->size() (model/tensor_parallel.h);
   // it loads its share of the weights, and each step's forward must run on every rank of the
   // group at once (one thread each), with the same inputs. Null: one rank, no collectives (a

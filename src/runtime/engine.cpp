@@ -84,6 +84,10 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
   c.kv_cache_config.dtype = r.kv_dtype == DType::kBF16 ? KvCacheDtype::kBFloat16
                             : r.kv_dtype == DType::kF16 ? KvCacheDtype::kFloat16
                                                         : KvCacheDtype::kFloat32;
+  if (c.quantization == Quantization::kAuto && model.weight_quantization == "awq") {
+    r.int4_products = true;
+    r.notes.push_back("quantization auto: an AWQ checkpoint (4-bit weights, 16-bit activations)");
+  }
   if (c.quantization == Quantization::kAuto) {
     c.quantization = model.weight_quantization == "fp8"    ? Quantization::kFp8
                      : model.weight_quantization == "int8" ? Quantization::kInt8
@@ -282,6 +286,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   const WeightStore* weights = &e->dir_.weights;
   DecoderModelOptions model_options;
   model_options.product_codes = e->resolved_.product_codes;
+  model_options.int4_products = e->resolved_.int4_products;
   const WeightSource source = [weights](const std::string& n) { return weights->tensor(n); };
   const int tp = rc.tensor_parallel_size;
   std::vector<PeerRanks::Rank> peers;

@@ -32,6 +32,8 @@ struct ResolvedConfig {
   DType kv_dtype = DType::kF32;
   // config.quantization resolved: F8_E4M3 (kFp8) or I8 (kInt8) product codes, F32 for none.
   DType product_codes = DType::kF32;
+  // An AWQ checkpoint under quantization auto: its matrices stay 4-bit (W4A16 products).
+  bool int4_products = false;
   // Every layer's attention window; config.kv_cache_config.max_attention_window lists them too.
   AttentionWindows windows;
   std::vector<std::string> notes;

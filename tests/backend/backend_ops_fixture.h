@@ -30,6 +30,7 @@ namespace llmrt {
 using optest::columns;
 using optest::expectClose;
 using optest::halfStep;
+using optest::maxAbs;
 using optest::randomVec;
 using optest::roundTo;
 

@@ -16,11 +16,6 @@ namespace {
 
 // Tolerances of FP8: relative L2 error, and the largest difference as a share of the largest |ref|.
 constexpr double kRel = 1e-3, kAbs = 2e-3;
-double maxAbs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, static_cast<double>(std::fabs(x)));
-  return m;
-}
 
 class BackendW8a8 : public BackendOps {
  protected:

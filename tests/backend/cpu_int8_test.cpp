@@ -113,5 +113,28 @@ TEST(CpuInt8, BadCodesAreOneLineErrors) {
   EXPECT_FALSE(cpu.supportsQuantizedWeights(DType::kU8));
 }
 
+// 4-bit weights (Backend::loadInt4Weight's default body, the CPU's): dequantized into a float32
+// weight, float(code - zero) * scale per group; bad parts are one-line errors.
+TEST(CpuInt4, LoadDequantizesAndChecksItsParts) {
+  CpuBackend cpu(1);
+  std::vector<uint8_t> codes = {0, 15, 7, 8, 1, 2, 3, 4}, zeros = {8, 0, 3, 15};
+  std::vector<float> scales = {0.5f, 2.0f, 0.25f, 1.0f};
+  const TensorView cv(codes.data(), DType::kU8, Shape{2, 4}), sv(scales.data(), DType::kF32, Shape{2, 2}),
+      zv(zeros.data(), DType::kU8, Shape{2, 2});
+  auto w = cpu.loadInt4Weight(cv, sv, zv, 2, "w");
+  ASSERT_TRUE(w.isOk()) << w.status().toString();
+  EXPECT_EQ(w->dtype, DType::kF32);
+  const std::vector<float> want = {-4.0f, 3.5f, 14.0f, 16.0f, -0.5f, -0.25f, -12.0f, -11.0f};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(w->as<const float>()[i], want[i]) << i;
+  zeros[1] = 16;
+  auto bad = cpu.loadInt4Weight(cv, sv, zv, 2, "layers.1.down");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("layers.1.down"), std::string::npos) << bad.status().toString();
+  EXPECT_NE(bad.status().message().find("zero point 16"), std::string::npos) << bad.status().toString();
+  bad = cpu.loadInt4Weight(cv, sv, zv, 3, "w");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("does not divide"), std::string::npos) << bad.status().toString();
+}
+
 }  // namespace
 }  // namespace llmrt

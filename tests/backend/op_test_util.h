@@ -44,6 +44,13 @@ inline TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
 // 2^-11 in fp16 (0 for float32).
 inline double halfStep(DType dt) { return dt == DType::kBF16 ? 1.0 / 256 : (dt == DType::kF16 ? 1.0 / 2048 : 0.0); }
 
+// The largest |v|.
+inline double maxAbs(const std::vector<float>& v) {
+  double m = 0.0;
+  for (float x : v) m = std::max(m, static_cast<double>(std::fabs(x)));
+  return m;
+}
+
 // Relative L2 error and largest absolute difference beyond |ref| * elem_rel (16-bit outputs pass
 // halfStep); NaN anywhere fails, and so does an infinity the reference does not have.
 inline void expectClose(const std::vector<float>& got, const std::vector<float>& ref, double rel_tol, double abs_tol,

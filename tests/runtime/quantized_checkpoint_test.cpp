@@ -332,10 +332,13 @@ AwqMatrix packAwq(int64_t out, int64_t in, int64_t g, std::mt19937& rng) {
   return m;
 }
 
-// An AWQ checkpoint of the tiny Llama (group size 8) and its float32 twin.
-void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group = 8) {
-  Json j = testutil::tinyConfig("llama");
-  j["max_position_embeddings"] = 64;
+// An AWQ checkpoint of the tiny Llama (group size 8), or of the model config.json `j` describes,
+// and its float32 twin.
+void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group = 8, Json j = nullptr) {
+  if (j.is_null()) {
+    j = testutil::tinyConfig("llama");
+    j["max_position_embeddings"] = 64;
+  }
   const ModelConfig c = testutil::writeModelDir(f32, j);
   std::mt19937 rng(11);
   CheckpointOptions q, plain;
@@ -372,6 +375,25 @@ TEST(AwqCheckpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
   EXPECT_EQ(a.context_logits, b.context_logits);
   EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
   EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
+}
+
+// Under quantization auto the matrices reach the backend as codes, scales and zero points
+// (DecoderModelOptions::int4_products), each rearranged as the matrix would be: packed q/k/v and
+// gate|up (Phi-3), interleaved partial rotary rows permuted (GLM). The CPU backend dequantizes
+// them: the float32 twin's logits exactly, as with quantization none (the dequantized matrices).
+TEST(AwqCheckpoint, ComponentsFollowPackedAndInterleavedLayouts) {
+  for (const char* name : {"phi3_packed", "glm_partial_interleaved"}) {
+    TempDir tmp;
+    const std::string awq = tmp.subdir("awq"), f32 = tmp.subdir("f32");
+    Json j = Json::parse(testutil::readFile(std::string(LLMRT_TEST_DATA) + "/golden/" + name + "/config.json"));
+    j["torch_dtype"] = "float32";
+    writeAwqPair(awq, f32, 8, j);
+    const RequestOutput a = run(awq), b = run(f32), c = run(awq, Quantization::kNone);
+    ASSERT_TRUE(a.status.isOk() && b.status.isOk() && c.status.isOk()) << name << ": " << a.status.toString();
+    ASSERT_FALSE(a.context_logits.empty());
+    EXPECT_EQ(a.context_logits, b.context_logits) << name;
+    EXPECT_EQ(c.context_logits, b.context_logits) << name;
+  }
 }
 
 TEST(AwqCheckpoint, UnsupportedVariantsAndBadPackingAreOneLineErrors) {

@@ -151,6 +151,8 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   moe_max_tokens_ = max_tokens;  // moeAdd sizes its workspace for such steps at its first call
   if (options_.weight_dtype != DType::kF32)  // (hi and lo parts with float32 activations)
     reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
+  if (int4_max_elems_ > 0)  // 4-bit weights dequantized for cuBLASLt
+    reserve(int4_w_, static_cast<size_t>(int4_max_elems_) * (options_.weight_dtype == DType::kF32 ? 4 : 2));
   if (has_fp8_weights_)  // FP8 products' quantized inputs: codes, then the row scales
     reserve(fp8_x_, static_cast<size_t>(max_tokens * max_width + 256) + static_cast<size_t>(max_tokens) * sizeof(float));
   for (int i = 0; i < 2; ++i)
@@ -327,6 +329,47 @@ Result<TensorView> CudaBackend::loadQuantizedWeight(const TensorView& codes, con
   LLMRT_RETURN_IF_ERROR(stager_.stage(scales, DType::kF32, base + at, name, stream_.get()));
   weight_bytes_ += bytes;
   return TensorView(dev, codes.dtype, codes.shape, Device::kCuda, options_.device);
+}
+
+Result<TensorView> CudaBackend::loadInt4Weight(const TensorView& codes, const TensorView& scales,
+                                               const TensorView& zeros, int64_t group, const std::string& name) {
+  if (failed()) return error_;
+  LLMRT_RETURN_IF_ERROR(checkInt4WeightParts(codes, scales, zeros, group, name));
+  const int64_t n = codes.shape[0], k = codes.shape[1], groups = k / group;
+  if (k % 8 != 0)
+    return unimplemented("loadInt4Weight(" + name + "): in_features " + std::to_string(k) +
+                         " is not a multiple of 8; use quantization none");
+  // Host copies in the device layout: packed codes, scales, zero terms (2^23 + zero).
+  std::vector<uint32_t> packed(static_cast<size_t>(n * k / 8));
+  const auto* c = static_cast<const uint8_t*>(codes.data);
+  for (size_t i = 0; i < packed.size(); ++i) {
+    const uint8_t* e = c + i * 8;
+    packed[i] = uint32_t{e[0]} | uint32_t{e[1]} << 4 | uint32_t{e[2]} << 8 | uint32_t{e[3]} << 12 |
+                uint32_t{e[4]} << 16 | uint32_t{e[5]} << 20 | uint32_t{e[6]} << 24 | uint32_t{e[7]} << 28;
+  }
+  std::vector<float> zero_terms(static_cast<size_t>(n * groups));
+  const auto* z = static_cast<const uint8_t*>(zeros.data);
+  for (size_t i = 0; i < zero_terms.size(); ++i) zero_terms[i] = 8388608.0f + static_cast<float>(z[i]);
+  auto align = [](size_t b) { return (b + 255) / 256 * 256; };
+  Int4Weight meta;
+  meta.group = group;
+  meta.scales_at = align(packed.size() * sizeof(uint32_t));
+  meta.zeros_at = meta.scales_at + align(static_cast<size_t>(n * groups) * sizeof(float));
+  const size_t bytes = meta.zeros_at + static_cast<size_t>(n * groups) * sizeof(float);
+  void* dev = nullptr;
+  LLMRT_CUDA_RETURN_IF_ERROR(cudaMalloc(&dev, bytes));
+  weights_.emplace_back(dev);
+  auto* base = static_cast<uint8_t*>(dev);
+  // (Raw words staged as F32: copied as they are.)
+  LLMRT_RETURN_IF_ERROR(stager_.stage(TensorView(packed.data(), DType::kF32, Shape{static_cast<int64_t>(packed.size())}),
+                                      DType::kF32, base, name, stream_.get()));
+  LLMRT_RETURN_IF_ERROR(stager_.stage(scales, DType::kF32, base + meta.scales_at, name, stream_.get()));
+  LLMRT_RETURN_IF_ERROR(stager_.stage(TensorView(zero_terms.data(), DType::kF32, Shape{n * groups}), DType::kF32,
+                                      base + meta.zeros_at, name, stream_.get()));
+  weight_bytes_ += bytes;
+  int4_weights_[dev] = meta;
+  int4_max_elems_ = std::max(int4_max_elems_, n * k);
+  return TensorView(dev, DType::kU8, codes.shape, Device::kCuda, options_.device);
 }
 
 const float* CudaBackend::fp8RowScales(const TensorView& w) {

@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
@@ -104,6 +105,13 @@ class CudaBackend final : public Backend {
     return codes == DType::kF8E4M3 || codes == DType::kI8;
   }
   Result<TensorView> loadQuantizedWeight(const TensorView& codes, const TensorView& scales, const std::string& name) override;
+  // 4-bit weights (W4A16): codes packed 8 to a uint32 along k, then (256-byte aligned) the scales
+  // [n, k / group] and the zero terms (2^23 + zero) [n, k / group], float32, in one allocation;
+  // the view is U8 [n, k]. Products: the W4A16 matrix-vector kernels (cuda::int4GemvSupported),
+  // else the weight dequantized into a 16-bit buffer for cuBLASLt (cuda_int4.cu).
+  bool supportsInt4Weights() const override { return true; }
+  Result<TensorView> loadInt4Weight(const TensorView& codes, const TensorView& scales, const TensorView& zeros,
+                                    int64_t group, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   DType activationDtype() const override { return activation_dtype_; }
   Status copyToHost(const TensorView& src, float* dst) override;
@@ -195,6 +203,8 @@ class CudaBackend final : public Backend {
   static size_t fp8ScalesOffset(int64_t n, int64_t k);
   // The row scales of an 8-bit weight (loadQuantizedWeight's layout).
   static const float* fp8RowScales(const TensorView& w);
+  // product() for 4-bit weights (loadInt4Weight).
+  void productInt4(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
   // product() for 8-bit weights (loadQuantizedWeight).
   void productW8a8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
   explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
@@ -273,6 +283,13 @@ class CudaBackend final : public Backend {
   PoolBuffer fp8_sums_;   // an 8-bit product's unscaled sums (float32 or int32) for the scaling kernel
   bool fp8_scaled_gemm_ = true;  // cleared when cuBLASLt refuses outer-vector scaling
   bool has_fp8_weights_ = false;  // loadQuantizedWeight was called (reserveWorkspace sizes fp8_x_)
+  struct Int4Weight {
+    int64_t group = 0;
+    size_t scales_at = 0, zeros_at = 0;  // byte offsets in the allocation
+  };
+  std::unordered_map<const void*, Int4Weight> int4_weights_;  // loadInt4Weight's, by address
+  int64_t int4_max_elems_ = 0;  // the largest 4-bit weight (n * k): int4_w_'s size
+  PoolBuffer int4_w_;           // a 4-bit weight dequantized for a cuBLASLt product
   PoolBuffer norm_sums_;  // linearAddNormLinear (split): sums of squares of the residual's 8-column groups
   PoolBuffer partial_;    // split-key attention partial states
   PoolBuffer alibi_;      // setAttentionExtras: the ALiBi slopes, one per query head

@@ -158,6 +158,10 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
     productW8a8(x, w, bias, out, accumulate);
     return;
   }
+  if (w.dtype == DType::kU8) {
+    productInt4(x, w, bias, out, accumulate);
+    return;
+  }
   const bool half_w = isHalf(w.dtype);
   const bool gemv =
       half_w && tuning().gemv && m <= tuning().gemv_rows && cuda::gemvSupported(x.data, x.dtype, ld(x), m, k);
@@ -227,6 +231,47 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   }
   if (bias_ptr != nullptr)
     LLMRT_CUDA_OP_CHECK(cuda::addBias(out.data, out.dtype, ld(out), bias_ptr, m, n, stream_.get()));
+}
+
+// 4-bit weights (loadInt4Weight): the W4A16 matrix-vector kernel for decode-sized steps (bias
+// and residual add in its store), else the weight dequantized into int4_w_ in the weights' dtype
+// and the 16-bit product on it.
+void CudaBackend::productInt4(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out,
+                              bool accumulate) {
+  const int64_t m = rows(x), k = cols(x), n = w.shape[0];
+  auto it = int4_weights_.find(w.data);
+  if (it == int4_weights_.end()) {
+    fail(invalidArgument("linear: a U8 weight that loadInt4Weight did not make"));
+    return;
+  }
+  const Int4Weight& meta = it->second;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  const auto* codes = reinterpret_cast<const uint32_t*>(base);
+  const auto* scales = reinterpret_cast<const float*>(base + meta.scales_at);
+  const auto* zeros = reinterpret_cast<const float*>(base + meta.zeros_at);
+  if (accumulate && out.dtype != DType::kF32) {
+    fail(invalidArgument("linearAdd (int4): the residual must be F32"));
+    return;
+  }
+  if (tuning().gemv && cuda::int4GemvSupported(m, k, meta.group, x.data, x.dtype, ld(x))) {
+    OpScope scope(this, [&] {
+      return strprintf("%s int4 gemv m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", rowBucket(m),
+                       static_cast<long long>(n), static_cast<long long>(k));
+    });
+    LLMRT_CUDA_OP_CHECK(cuda::int4Gemv(x.data, x.dtype, ld(x), m, codes, scales, zeros, n, k, meta.group,
+                                       bias ? f32(*bias) : nullptr, out.data, out.dtype, ld(out), accumulate,
+                                       stream_.get()));
+    return;
+  }
+  const DType wt = options_.weight_dtype;
+  if (!reserve(int4_w_, static_cast<size_t>(n * k) * dtypeSize(wt))) return;
+  {
+    OpScope scope(this, [&] {
+      return strprintf("int4 dequantize n=%lld k=%lld", static_cast<long long>(n), static_cast<long long>(k));
+    });
+    LLMRT_CUDA_OP_CHECK(cuda::int4Dequantize(codes, scales, zeros, n, k, meta.group, int4_w_.get(), wt, stream_.get()));
+  }
+  product(x, TensorView(int4_w_.get(), wt, Shape{n, k}, Device::kCuda, options_.device), bias, out, accumulate);
 }
 
 // 8-bit weights (loadQuantizedWeight): x's rows quantized (codes and row scales into fp8_x_), then

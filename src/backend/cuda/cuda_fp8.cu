@@ -203,25 +203,14 @@ __global__ void scaleOutKernel(const ACC* __restrict__ sums, int64_t ld_sums, in
   }
 }
 
-// Runs f with a null pointer of the C++ type of `dt` (float, bf16 or fp16).
-template <typename F>
-cudaError_t withOutType(DType dt, F&& f) {
-  switch (dt) {
-    case DType::kF32: return f(static_cast<float*>(nullptr));
-    case DType::kBF16: return f(static_cast<__nv_bfloat16*>(nullptr));
-    case DType::kF16: return f(static_cast<__half*>(nullptr));
-    default: return cudaErrorInvalidValue;
-  }
-}
-
 }  // namespace
 
 cudaError_t w8a8QuantizeRows(DType codes, const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k,
                              uint8_t* q, float* scales, cudaStream_t stream) {
   if (m == 0) return cudaSuccess;
   if (m > INT32_MAX || k < 1 || (codes != DType::kF8E4M3 && codes != DType::kI8)) return cudaErrorInvalidValue;
-  return withOutType(x_dtype, [&](auto tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
+  return withElementType(x_dtype, [&](auto tag) {
+    using T = decltype(tag);
     if (codes == DType::kI8)
       return launchPdl(quantizeRowsKernel<T, Int8Codes>, dim3(static_cast<unsigned>(m)), dim3(kQuantThreads), 0,
                        stream, static_cast<const T*>(x), ld_x, k, q, scales);
@@ -241,8 +230,8 @@ cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, 
       (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
-  return withOutType(out_dtype, [&](auto tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
+  return withElementType(out_dtype, [&](auto tag) {
+    using T = decltype(tag);
     if (codes == DType::kI8)
       return launchPdl(gemvKernel<T, Int8Codes>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream, q, sx,
                        static_cast<int>(m), k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
@@ -258,8 +247,8 @@ cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t
   if ((accumulate && out_dtype != DType::kF32) || (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorInvalidValue;
   const auto blocks = static_cast<unsigned>((m * n + 255) / 256);
-  return withOutType(out_dtype, [&](auto tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
+  return withElementType(out_dtype, [&](auto tag) {
+    using T = decltype(tag);
     if (codes == DType::kI8)
       scaleOutKernel<T, int><<<blocks, 256, 0, stream>>>(static_cast<const int*>(sums), ld_sums, m, n, sx, sw, bias,
                                                          static_cast<T*>(out), ld_out, accumulate);
