@@ -10,7 +10,7 @@
 namespace llmrt {
 
 struct QuantizeOptions {
-  std::string method = "fp8";  // "fp8", "int8" or "smoothquant"
+  std::string method = "fp8";  // "fp8", "int8", "smoothquant" or "awq"
   std::string model;           // the source model directory (unquantized)
   std::string output;          // a new directory (absent or empty)
   // smoothquant: calibration text (UTF-8; front ends default to the bundled model's
@@ -20,6 +20,7 @@ struct QuantizeOptions {
   int64_t calib_size = 64;     // LMI's awq_calib_size / smoothquant calibration samples
   int64_t calib_seq_len = 512;
   double alpha = 0.8;          // migration strength, in [0, 1] (LMI's smoothquant_alpha)
+  int64_t awq_group_size = 128;  // awq: input features per scale and zero point
   int num_threads = 0;
 };
 
@@ -44,6 +45,11 @@ struct QuantizeReport {
 // smoothquant: int8 after SmoothQuant's migration (loader/smoothing.h): the calibration text runs
 // through the model, each norm-fed product group gets s_j = a_j^alpha / w_j^(1 - alpha), the norms
 // are divided by s (written float32) and the matrices' columns multiplied by s before quantizing.
+// awq: AWQ (Lin et al., 2024) as AutoAWQ's GEMM checkpoints hold it (4-bit codes, a zero point and
+// an fp16 scale per awq_group_size inputs of a row; loader/awq_pack.h): calibrated as smoothquant
+// is, each norm-fed group's column scale s = a^alpha / normalization (a: mean |x| per channel) is
+// the alpha of a grid search minimizing the group's output error on the calibration rows after
+// quantization, folded into the norm; the other matrices (o, down) are quantized as they are.
 // Errors also: InvalidArgument for alpha outside [0, 1], calib_size or calib_seq_len < 1, an
 // unreadable or empty calibration text; the model's own load errors.
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& options);

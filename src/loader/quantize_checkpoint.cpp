@@ -14,6 +14,7 @@
 #include "core/json.h"
 #include "core/mapped_file.h"
 #include "loader/arch_table.h"
+#include "loader/awq_pack.h"
 #include "loader/config_parser.h"
 #include "loader/decoder_weights.h"
 #include "loader/json_util.h"
@@ -99,10 +100,11 @@ Status checkQuantizable(const QuantizeOptions& o, const ModelDirectory& m) {
 
 Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const TensorSmoothing* smoothing,
                                                 const std::string& producer) {
-  if (o.method != "fp8" && o.method != "int8" && o.method != "smoothquant")
+  if (o.method != "fp8" && o.method != "int8" && o.method != "smoothquant" && o.method != "awq")
     return invalidArgument("quantize: --method has value '" + printableText(o.method, 40) +
-                           "'; expected fp8, int8 or smoothquant (awq is not implemented yet)");
+                           "'; expected fp8, int8, smoothquant or awq");
   const bool int8 = o.method != "fp8";
+  const bool awq = o.method == "awq";
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory m, ModelDirectory::open(o.model));
   LLMRT_RETURN_IF_ERROR(checkQuantizable(o, m));
   LLMRT_RETURN_IF_ERROR(prepareOutput(o.model, o.output));
@@ -139,7 +141,43 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
       LLMRT_RETURN_IF_ERROR(smoothing->apply(smooth_name, t.shape, f));
       return TensorView(f.data(), DType::kF32, t.shape);
     };
-    if (isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
+    if (awq && isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
+      // AutoAWQ GEMM: NAME.qweight, NAME.qzeros, NAME.scales (awq_pack.h), computed at the first.
+      const int64_t out = w.shape[0], in = w.shape[1], group = o.awq_group_size;
+      if (out % 8 != 0 || group < 1 || in % group != 0)
+        return invalidArgument("quantize: " + name + " is " + w.shape.toString() + "; AWQ needs out_features % 8 == 0 "
+                               "and in_features % group_size (" + std::to_string(group) + ") == 0");
+      ++report.quantized_tensors;
+      const std::string base = name.substr(0, name.size() - 6);  // without "weight"
+      auto packed = std::make_shared<AwqPacked>();
+      entries.push_back({base + "qweight", DType::kI32, Shape{in, out / 8},
+                         [store, name, smooth_name, smoothedView, packed, out, in, group](std::vector<char>& bytes) -> Status {
+                           std::vector<float> f;
+                           TensorView t;
+                           if (!smooth_name.empty()) {
+                             LLMRT_ASSIGN_OR_RETURN(t, smoothedView(f));
+                           } else {
+                             LLMRT_ASSIGN_OR_RETURN(TensorView src, store->tensor(name));
+                             f.resize(static_cast<size_t>(src.numel()));
+                             convertToF32(src.data, src.dtype, f.data(), f.size());
+                           }
+                           *packed = packAwq(f.data(), out, in, group);
+                           const char* p = reinterpret_cast<const char*>(packed->qweight.data());
+                           bytes.assign(p, p + packed->qweight.size() * sizeof(uint32_t));
+                           return Status::ok();
+                         }});
+      entries.push_back({base + "qzeros", DType::kI32, Shape{in / group, out / 8}, [packed](std::vector<char>& bytes) {
+                           const char* p = reinterpret_cast<const char*>(packed->qzeros.data());
+                           bytes.assign(p, p + packed->qzeros.size() * sizeof(uint32_t));
+                           return Status::ok();
+                         }});
+      entries.push_back({base + "scales", DType::kF16, Shape{in / group, out}, [packed](std::vector<char>& bytes) {
+                           const char* p = reinterpret_cast<const char*>(packed->scales.data());
+                           bytes.assign(p, p + packed->scales.size() * sizeof(uint16_t));
+                           *packed = AwqPacked{};
+                           return Status::ok();
+                         }});
+    } else if (isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
       ++report.quantized_tensors;
       entries.push_back({name, int8 ? DType::kI8 : DType::kF8E4M3, w.shape,
                          [store, name, scales, int8, smooth_name, smoothedView](std::vector<char>& out) -> Status {
@@ -198,8 +236,14 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
   if (!text.isOk()) return cleanup(text.status());
   Result<Json> root = detail::parseInputJson(*text, config_path, kHfJsonLimits);
   if (!root.isOk()) return cleanup(root.status());
-  (*root)["quantization_config"] =
-      compressedTensorsConfig(int8, producer.empty() ? "llmrt quantize --method " + o.method : producer);
+  if (awq) {
+    (*root)["quantization_config"] = Json{{"quant_method", "awq"}, {"bits", 4}, {"group_size", o.awq_group_size},
+                                          {"version", "gemm"}, {"zero_point", true},
+                                          {"producer", producer.empty() ? "llmrt quantize --method awq" : producer}};
+  } else {
+    (*root)["quantization_config"] =
+        compressedTensorsConfig(int8, producer.empty() ? "llmrt quantize --method " + o.method : producer);
+  }
   if (Status s = writeTextFile((fs::path(o.output) / "config.json").string(), root->dump(2) + "\n"); !s.isOk())
     return cleanup(s);
   std::error_code ec;

@@ -12,7 +12,9 @@
 #include "core/mapped_file.h"
 #include "llmrt/quantize.h"
 #include "llmrt/tokenizer.h"
+#include "core/thread_pool.h"
 #include "loader/arch_table.h"
+#include "loader/awq_pack.h"
 #include "loader/decoder_weights.h"
 #include "loader/model_directory.h"
 #include "loader/quantize_checkpoint.h"
@@ -24,26 +26,40 @@
 namespace llmrt {
 namespace {
 
+// What calibration saw at the input of one observed product.
+struct Observed {
+  std::vector<float> max_abs;   // per channel
+  std::vector<double> sum_abs;  // per channel, over every row
+  std::vector<float> rows;      // kept rows (AWQ's search), row after row
+  int64_t seen = 0;             // rows seen
+};
+
 struct Calibration {
-  std::map<std::string, std::vector<float>> act_max;  // observed weight name -> per-channel max |x|
+  std::map<std::string, Observed> inputs;  // by observed weight name
   int64_t samples = 0, tokens = 0;
 };
 
-// Runs `samples` through the model, recording max |x| per channel of the inputs of `observed`.
+// Runs `samples` through the model, recording per channel max |x| and mean |x| of the inputs of
+// `observed`, and keeping every `keep_every`-th row (0: none).
 Result<Calibration> calibrate(const ModelDirectory& dir, const std::vector<std::vector<int32_t>>& samples,
-                              const std::vector<std::string>& observed, int threads) {
+                              const std::vector<std::string>& observed, int threads, int64_t keep_every = 0) {
   Calibration cal;
   CpuBackend cpu(threads);
-  for (const std::string& name : observed) cal.act_max[name];
-  cpu.setProductObserver([&cal](const std::string& weight, const TensorView& x) {
-    auto it = cal.act_max.find(weight);
-    if (it == cal.act_max.end()) return;
+  for (const std::string& name : observed) cal.inputs[name];
+  cpu.setProductObserver([&cal, keep_every](const std::string& weight, const TensorView& x) {
+    auto it = cal.inputs.find(weight);
+    if (it == cal.inputs.end()) return;
     const int64_t rows = x.shape[0], cols = x.shape[1];
-    std::vector<float>& m = it->second;
-    m.resize(static_cast<size_t>(cols), 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
+    Observed& o = it->second;
+    o.max_abs.resize(static_cast<size_t>(cols), 0.0f);
+    o.sum_abs.resize(static_cast<size_t>(cols), 0.0);
+    for (int64_t r = 0; r < rows; ++r, ++o.seen) {
       const float* row = x.as<const float>() + r * x.strides[0];
-      for (int64_t j = 0; j < cols; ++j) m[static_cast<size_t>(j)] = std::fmax(m[static_cast<size_t>(j)], std::fabs(row[j]));
+      for (int64_t j = 0; j < cols; ++j) {
+        o.max_abs[static_cast<size_t>(j)] = std::fmax(o.max_abs[static_cast<size_t>(j)], std::fabs(row[j]));
+        o.sum_abs[static_cast<size_t>(j)] += std::fabs(row[j]);
+      }
+      if (keep_every > 0 && o.seen % keep_every == 0) o.rows.insert(o.rows.end(), row, row + cols);
     }
   });
   const WeightStore* store = &dir.weights;
@@ -73,50 +89,114 @@ Result<Calibration> calibrate(const ModelDirectory& dir, const std::vector<std::
   return cal;
 }
 
-// Per-column max |w| over the group's matrices (checkpoint tensors [out, hidden]).
-Result<std::vector<float>> columnMax(const WeightStore& weights, const std::vector<std::string>& names,
-                                     std::string_view optional_prefix, int64_t hidden) {
-  std::vector<float> m(static_cast<size_t>(hidden), 0.0f), row(static_cast<size_t>(hidden));
+// The group's matrices (checkpoint tensors [out, hidden]) one under the other, float32.
+Result<std::vector<float>> groupMatrix(const WeightStore& weights, const std::vector<std::string>& names,
+                                       std::string_view optional_prefix, int64_t hidden) {
+  std::vector<float> all;
   for (const std::string& name : names) {
     std::string found = name;
     if (weights.find(found) == nullptr && !optional_prefix.empty() && name.starts_with(optional_prefix))
       found = name.substr(optional_prefix.size());
     LLMRT_ASSIGN_OR_RETURN(TensorView t, weights.tensor(found));
     if (t.shape.rank() != 2 || t.shape[1] != hidden)
-      return invalidArgument("smoothquant: '" + name + "' has shape " + t.shape.toString() + "; expected [rows, " +
+      return invalidArgument("quantize: '" + name + "' has shape " + t.shape.toString() + "; expected [rows, " +
                              std::to_string(hidden) + "]");
-    const size_t esz = dtypeSize(t.dtype);
-    for (int64_t r = 0; r < t.shape[0]; ++r) {
-      convertToF32(static_cast<const char*>(t.data) + static_cast<size_t>(r * hidden) * esz, t.dtype, row.data(),
-                   row.size());
-      for (size_t j = 0; j < row.size(); ++j) m[j] = std::fmax(m[j], std::fabs(row[j]));
-    }
+    const size_t at = all.size();
+    all.resize(at + static_cast<size_t>(t.numel()));
+    convertToF32(t.data, t.dtype, all.data() + at, static_cast<size_t>(t.numel()));
   }
+  return all;
+}
+
+// Per-column max |w| of a [rows, hidden] matrix.
+std::vector<float> columnMax(const std::vector<float>& w, int64_t hidden) {
+  std::vector<float> m(static_cast<size_t>(hidden), 0.0f);
+  for (size_t i = 0; i < w.size(); ++i) m[i % m.size()] = std::fmax(m[i % m.size()], std::fabs(w[i]));
   return m;
 }
 
-Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
+// AWQ's search for one group: of the grid alpha = 0, 1/20, ..., 19/20, the scales
+// s = a^alpha / sqrt(max(a^alpha) min(a^alpha)) (a: mean |x| per channel, at least 1e-4) whose
+// quantized matrix W' = Q(W s) / s gives the smallest sum over the kept rows x of |x (W' - W)^T|^2.
+std::vector<float> awqScales(const Observed& o, const std::vector<float>& w, int64_t h, int64_t group,
+                             ThreadPool& pool, double* best_alpha) {
+  const int64_t n = static_cast<int64_t>(w.size()) / h, rows = static_cast<int64_t>(o.rows.size()) / h;
+  std::vector<float> a(static_cast<size_t>(h));
+  for (int64_t j = 0; j < h; ++j)
+    a[static_cast<size_t>(j)] =
+        static_cast<float>(std::max(o.sum_abs[static_cast<size_t>(j)] / static_cast<double>(std::max<int64_t>(o.seen, 1)), 1e-4));
+  std::vector<float> best, s(static_cast<size_t>(h)), scaled(w.size()), deq(w.size());
+  double best_err = INFINITY;
+  constexpr int kGrid = 20;
+  for (int i = 0; i < kGrid; ++i) {
+    const double alpha = static_cast<double>(i) / kGrid;
+    float mx = 0.0f, mn = INFINITY;
+    for (int64_t j = 0; j < h; ++j) {
+      s[static_cast<size_t>(j)] = static_cast<float>(std::pow(static_cast<double>(a[static_cast<size_t>(j)]), alpha));
+      mx = std::max(mx, s[static_cast<size_t>(j)]);
+      mn = std::min(mn, s[static_cast<size_t>(j)]);
+    }
+    const float norm = std::sqrt(mx * mn);
+    for (float& v : s) v /= norm;
+    for (size_t e = 0; e < w.size(); ++e) scaled[e] = w[e] * s[e % s.size()];
+    std::vector<double> band_err(static_cast<size_t>(n), 0.0);
+    pool.parallelFor(n, [&](int64_t b, int64_t e) {
+      std::vector<float> d(static_cast<size_t>(h));
+      for (int64_t r = b; r < e; ++r) {
+        awqRoundTrip(scaled.data() + r * h, 1, h, group, deq.data() + r * h);
+        for (int64_t j = 0; j < h; ++j)
+          d[static_cast<size_t>(j)] = deq[static_cast<size_t>(r * h + j)] / s[static_cast<size_t>(j)] - w[static_cast<size_t>(r * h + j)];
+        double err = 0.0;
+        for (int64_t x = 0; x < rows; ++x) {
+          const float* xr = o.rows.data() + x * h;
+          float dot = 0.0f;
+          for (int64_t j = 0; j < h; ++j) dot += xr[j] * d[static_cast<size_t>(j)];
+          err += static_cast<double>(dot) * dot;
+        }
+        band_err[static_cast<size_t>(r)] = err;
+      }
+    }, 8);
+    double err = 0.0;
+    for (double v : band_err) err += v;
+    if (err < best_err) {
+      best_err = err;
+      best = s;
+      *best_alpha = alpha;
+    }
+  }
+  if (best.empty()) best.assign(static_cast<size_t>(h), 1.0f);  // (errors not finite: no scaling)
+  return best;
+}
+
+// The calibration samples: consecutive runs of calib_seq_len tokens of the calibration text
+// (capped by the model's positions).
+Result<std::vector<std::vector<int32_t>>> calibrationSamples(const QuantizeOptions& o, const ModelDirectory& dir) {
   if (!(o.alpha >= 0.0 && o.alpha <= 1.0))
     return invalidArgument("quantize: --alpha has value " + std::to_string(o.alpha) + "; expected a value in [0, 1]");
   if (o.calib_size < 1 || o.calib_seq_len < 1)
     return invalidArgument("quantize: --calib-size and --calib-seq-len must be at least 1 (got " +
                            std::to_string(o.calib_size) + ", " + std::to_string(o.calib_seq_len) + ")");
-  if (o.calib_file.empty()) return invalidArgument("quantize: smoothquant needs calibration text (--calib-file)");
-  LLMRT_ASSIGN_OR_RETURN(std::string text, readTextFile(o.calib_file));
-  LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
-  LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
+  if (o.calib_file.empty()) return invalidArgument("quantize: " + o.method + " needs calibration text (--calib-file)");
+  Result<std::string> text = readTextFile(o.calib_file);
+  if (!text.isOk())
+    return Status(text.status().code(), "quantize: the calibration text (--calib-file): " + text.status().message());
   LLMRT_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, Tokenizer::fromDirectory(dir.dir));
   if (tok == nullptr) return invalidArgument("quantize: " + o.model + " has no tokenizer to read the calibration text");
-  LLMRT_ASSIGN_OR_RETURN(std::vector<TokenId> ids, tok->encode(text, false));
+  LLMRT_ASSIGN_OR_RETURN(std::vector<TokenId> ids, tok->encode(*text, false));
   if (ids.empty()) return invalidArgument("quantize: the calibration text " + o.calib_file + " is empty");
-  // Consecutive samples of calib_seq_len tokens (capped by the model's positions).
   const int64_t len = std::min<int64_t>(o.calib_seq_len, dir.config.max_position_embeddings);
   std::vector<std::vector<int32_t>> samples;
   for (size_t at = 0; at < ids.size() && static_cast<int64_t>(samples.size()) < o.calib_size;
        at += static_cast<size_t>(len))
     samples.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(at),
                          ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), at + static_cast<size_t>(len))));
+  return samples;
+}
 
+Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
+  LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
+  LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
+  LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
   const std::vector<SmoothingGroup> groups = smoothingGroups(dir.config);
   std::vector<std::string> observed;
   for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
@@ -125,11 +205,12 @@ Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
   TensorSmoothing smoothing;
   const std::string_view prefix = archEntry(dir.config.arch).names.optional_prefix;
   for (const SmoothingGroup& g : groups) {
-    const std::vector<float>& a = cal.act_max[g.observed];
+    const std::vector<float>& a = cal.inputs[g.observed].max_abs;
     if (static_cast<int64_t>(a.size()) != dir.config.hidden_size)
       return internalError("smoothquant: calibration saw no input of " + g.observed);
-    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, columnMax(dir.weights, g.consumers, prefix, dir.config.hidden_size));
-    smoothing.add(g, smoothingScales(a, w, o.alpha), dir.config.decoder.norm_weight_offset_one);
+    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, g.consumers, prefix, dir.config.hidden_size));
+    smoothing.add(g, smoothingScales(a, columnMax(w, dir.config.hidden_size), o.alpha),
+                  dir.config.decoder.norm_weight_offset_one);
   }
   LLMRT_LOG_INFO("smoothquant: alpha %g, %lld calibration samples (%lld tokens of %s), %zu groups smoothed", o.alpha,
                  static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens), o.calib_file.c_str(),
@@ -140,10 +221,48 @@ Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
   return writeQuantizedCheckpoint(o, &smoothing, producer);
 }
 
+Result<QuantizeReport> awq(const QuantizeOptions& o) {
+  LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
+  LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
+  if (o.awq_group_size < 1 || dir.config.hidden_size % o.awq_group_size != 0)
+    return invalidArgument("quantize: --group-size " + std::to_string(o.awq_group_size) +
+                           " does not divide hidden_size " + std::to_string(dir.config.hidden_size));
+  LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
+  int64_t tokens = 0;
+  for (const auto& smp : samples) tokens += static_cast<int64_t>(smp.size());
+  constexpr int64_t kRowsKept = 128;  // calibration rows each group's search measures its error on
+  const std::vector<SmoothingGroup> groups = smoothingGroups(dir.config);
+  std::vector<std::string> observed;
+  for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
+  LLMRT_ASSIGN_OR_RETURN(Calibration cal,
+                         calibrate(dir, samples, observed, o.num_threads, std::max<int64_t>(1, tokens / kRowsKept)));
+  TensorSmoothing smoothing;
+  ThreadPool pool(o.num_threads);
+  const std::string_view prefix = archEntry(dir.config.arch).names.optional_prefix;
+  double alpha_sum = 0.0;
+  for (const SmoothingGroup& g : groups) {
+    const Observed& in = cal.inputs[g.observed];
+    if (static_cast<int64_t>(in.sum_abs.size()) != dir.config.hidden_size || in.rows.empty())
+      return internalError("awq: calibration saw no input of " + g.observed);
+    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, g.consumers, prefix, dir.config.hidden_size));
+    double alpha = 0.0;
+    smoothing.add(g, awqScales(in, w, dir.config.hidden_size, o.awq_group_size, pool, &alpha),
+                  dir.config.decoder.norm_weight_offset_one);
+    alpha_sum += alpha;
+  }
+  char producer[200];
+  std::snprintf(producer, sizeof(producer),
+                "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; mean alpha %.2f)",
+                static_cast<long long>(o.awq_group_size), static_cast<long long>(cal.samples),
+                static_cast<long long>(cal.tokens), groups.empty() ? 0.0 : alpha_sum / static_cast<double>(groups.size()));
+  return writeQuantizedCheckpoint(o, &smoothing, producer);
+}
+
 }  // namespace
 
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
   if (o.method == "smoothquant") return smoothQuant(o);
+  if (o.method == "awq") return awq(o);
   return writeQuantizedCheckpoint(o, nullptr, "");
 }
 

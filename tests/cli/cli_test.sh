@@ -333,7 +333,9 @@ expect 1 "is already quantized" -- "$bin" quantize --model "$tmp/fp8" --output "
 # --method int8: int8 codes, read back as an INT8 checkpoint.
 expect 0 "42 matrices quantized to int8, 14 tensors copied" -- "$bin" quantize --method int8 --model "$bundled" --output "$tmp/int8"
 expect 0 "quantization: +int8 \(per-tensor or per-channel scales\)" -- "$bin" inspect "$tmp/int8"
-expect 1 "--method has value 'awq'; expected fp8" -- "$bin" quantize --method awq --model "$bundled" --output "$tmp/awq"
+expect 1 "--method has value 'gptq'; expected fp8, int8, smoothquant or awq" -- "$bin" quantize --method gptq --model "$bundled" --output "$tmp/gptq"
+expect 1 "calibration text" -- "$bin" quantize --method smoothquant --model "$bundled" --output "$tmp/sq" --calib-file "$tmp/missing.txt"
+expect 1 "alpha has value" -- "$bin" quantize --method smoothquant --model "$bundled" --output "$tmp/sq" --alpha 1.5
 expect 2 "output" -- "$bin" quantize --model "$bundled"
 
 if [[ $skipped -gt 0 ]]; then echo "cli_test: $skipped checks skipped ($skip_reasons)"; fi

@@ -123,7 +123,7 @@ TEST(ServingConfig, ErrorsNameKeyValueAndSource) {
   m = err({{"option.quantize", {"awq", "OPTION_QUANTIZE"}}});
   EXPECT_NE(m.find("OPTION_QUANTIZE"), std::string::npos) << m;
   EXPECT_NE(m.find("fp8 only"), std::string::npos) << m;
-  EXPECT_NE(m.find("llmrt quantize --method smoothquant|int8|fp8"), std::string::npos) << m;
+  EXPECT_NE(m.find("llmrt quantize --method awq|smoothquant|int8|fp8"), std::string::npos) << m;
   m = err({{"option.dtype", {"int3", "f:9"}}});
   EXPECT_NE(m.find("f:9: option.dtype: 'int3'"), std::string::npos) << m;
   m = err({{"option.enable_kv_cache_reuse", {"maybe", "f:2"}}});

@@ -239,13 +239,13 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
         return invalidArgument(v.source + ": " + key + "=" + printableText(val, 40) +
                                ": llmrt quantizes at server start to fp8 only (it does not calibrate awq or "
                                "smoothquant at start); use fp8, or serve a quantized checkpoint (FP8, INT8 or AWQ GEMM; "
-                               "`llmrt quantize --method smoothquant|int8|fp8` writes one)");
+                               "`llmrt quantize --method awq|smoothquant|int8|fp8` writes one)");
       }
     } else if (key.rfind("option.smoothquant", 0) == 0 || key.rfind("option.awq", 0) == 0 ||
                key == "option.multi_query_mode") {
       result.warnings.push_back(v.source + ": " + key + " is ignored: it applies to awq / smoothquant quantization "
-                                "at server start, which llmrt does not do (`llmrt quantize --method smoothquant "
-                                "--alpha A --calib-size N` writes a SmoothQuant checkpoint)");
+                                "at server start, which llmrt does not do (`llmrt quantize --method awq|smoothquant` "
+                                "writes a calibrated checkpoint)");
     } else if (key == "job_queue_size" || key == "option.job_queue_size") {
       auto n = parseInt(val);
       if (!n || *n < 1 || *n > INT32_MAX) return badValue(key, v, "an integer in [1, 2^31)");
