@@ -464,9 +464,10 @@ Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, c
     // One component in the model's layout: row c (output channel), columns r (input) or g (group).
     const bool codes = awq_component_ == AwqComponent::kCodes;
     const int64_t cols = codes ? a.in : a.groups;
-    std::vector<char> bytes(static_cast<size_t>(a.out * cols) * sizeof(float));
-    float* out = reinterpret_cast<float*>(bytes.data());
     const bool scales_part = awq_component_ == AwqComponent::kScales;
+    std::vector<char> bytes(static_cast<size_t>(a.out * cols) * (scales_part ? sizeof(float) : 1));
+    float* out_f = reinterpret_cast<float*>(bytes.data());
+    auto* out_u8 = reinterpret_cast<uint8_t*>(bytes.data());
     // Bands of 64 input rows (columns of the output) on every core: the transposition's writes
     // stay within a few cache lines per output row.
     constexpr int64_t kBand = 64;
@@ -477,12 +478,14 @@ Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, c
           const uint32_t q = codes ? word(qw, r * packs + p) : word(qz, r * packs + p);
           for (int j = 0; j < 8; ++j) {
             const int64_t c = p * 8 + j;
-            out[c * cols + r] = scales_part ? scales[static_cast<size_t>(r * a.out + c)]
-                                            : static_cast<float>((q >> (4 * kNibble[j])) & 15u);
+            if (scales_part)
+              out_f[c * cols + r] = scales[static_cast<size_t>(r * a.out + c)];
+            else
+              out_u8[c * cols + r] = static_cast<uint8_t>((q >> (4 * kNibble[j])) & 15u);
           }
         }
     });
-    return hold(std::move(bytes), DType::kF32, Shape{a.out, cols});
+    return hold(std::move(bytes), scales_part ? DType::kF32 : DType::kU8, Shape{a.out, cols});
   }
   std::vector<char> bytes(static_cast<size_t>(a.in * a.out) * sizeof(float));
   float* out = reinterpret_cast<float*>(bytes.data());

@@ -95,8 +95,8 @@ class DecoderWeightReader {
 
   // What parts() gives for a matrix an AWQ checkpoint stores as qweight / qzeros / scales
   // (ModelConfig::weight_quantization "awq"): its dequantized values (the default), or one
-  // component in the model's row layout as float32 — the codes [out, in] (0..15), the scales
-  // [out, in / group] or the zero points [out, in / group] — rearranged as the matrix would be
+  // component in the model's row layout — the codes [out, in] (U8, 0..15), the scales
+  // [out, in / group] (F32) or the zero points [out, in / group] (U8) — rearranged as the matrix would be
   // (q/k/v packing, interleaved-rotary row permutation, gate | up). Not for Conv1D families
   // (their matrices are transposed): Unimplemented there.
   enum class AwqComponent : uint8_t { kDequantized, kCodes, kScales, kZeros };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iterator>
 #include <optional>
 
@@ -107,8 +108,8 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
   std::vector<float> scales;
   const bool int4_layout = options.int4_products && c.weight_quantization == "awq" && !plan &&
                            !archEntry(c.arch).names.transposed;
-  std::unique_ptr<ThreadPool> quantize_pool;  // 8-bit codes: rows quantized on every core; 4-bit codes copied
-  if (quantized || int4_layout) quantize_pool = std::make_unique<ThreadPool>();
+  std::unique_ptr<ThreadPool> quantize_pool;  // 8-bit codes: rows quantized on every core
+  if (quantized) quantize_pool = std::make_unique<ThreadPool>();
   auto int4 = [&](W w) {
     return int4_layout && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown || w == W::kSharedUp ||
                            w == W::kSharedDown);
@@ -124,32 +125,31 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
       Result<std::vector<TensorView>> ps = reader.parts(w, layer);
       reader.setAwqComponent(C::kDequantized);
       if (!ps.isOk()) return ps.status();
-      LLMRT_ASSIGN_OR_RETURN(const Shape shape, fusedWeightShape(*ps, name));
-      // (The reader's components are float32.)
-      if (part == C::kScales) {
-        s.resize(static_cast<size_t>(shape.numel()));
+      // (The reader's components are contiguous: codes and zero points U8, scales F32.)
+      const DType want = part == C::kScales ? DType::kF32 : DType::kU8;
+      Shape shape{0, ps->empty() ? 0 : (*ps)[0].shape[1]};
+      for (const TensorView& p : *ps) {
+        if (p.dtype != want || !p.isContiguous() || p.shape.rank() != 2 || p.shape[1] != shape[1])
+          return internalError("4-bit products: a component of " + name + " is not a contiguous " +
+                               std::string(dtypeName(want)) + " matrix");
+        shape[0] += p.shape[0];
+      }
+      auto concat = [&](auto& dst) {
+        using E = typename std::decay_t<decltype(dst)>::value_type;
+        dst.resize(static_cast<size_t>(shape.numel()));
         int64_t at = 0;
         for (const TensorView& p : *ps) {
-          convertToF32(p.data, p.dtype, s.data() + at, static_cast<size_t>(p.numel()));
+          std::memcpy(dst.data() + at, p.data, static_cast<size_t>(p.numel()) * sizeof(E));
           at += p.numel();
         }
+      };
+      if (part == C::kScales) {
+        concat(s);
         group_shape = shape;
-        continue;
+      } else {
+        concat(part == C::kCodes ? q : z);
+        if (part == C::kCodes) code_shape = shape;
       }
-      std::vector<uint8_t>& dst = part == C::kCodes ? q : z;
-      dst.resize(static_cast<size_t>(shape.numel()));
-      int64_t at = 0;
-      for (const TensorView& p : *ps) {
-        if (p.dtype != DType::kF32 || !p.isContiguous())
-          return internalError("4-bit products: a component of " + name + " is not contiguous float32");
-        const float* src = p.as<const float>();
-        uint8_t* d = dst.data() + at;
-        quantize_pool->parallelFor(p.numel(), [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) d[i] = static_cast<uint8_t>(src[i]);
-        }, 1 << 16);
-        at += p.numel();
-      }
-      if (part == C::kCodes) code_shape = shape;
     }
     const int64_t group = c.awq_group_size;
     LLMRT_ASSIGN_OR_RETURN(out, backend_.loadInt4Weight(TensorView(q.data(), DType::kU8, code_shape),

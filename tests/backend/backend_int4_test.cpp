@@ -37,12 +37,14 @@ TEST_P(BackendInt4, LinearAndLinearAddMatchTheDequantizedProducts) {
     int64_t m, k, n, group;
     bool bias;
   };
-  // 16-bit activations, m <= 8, groups of 128 / 256: the tensor-core kernel (n 5, 1001, 130: partial
-  // 16-row blocks; k 4096: several chunks per warp); m <= 4 with groups of 32 / 64, and float32
-  // activations: the CUDA-core kernel; m 9 and 64, k 72: the dequantized product.
+  // 16-bit activations, m <= 32, groups of 128 / 256: the tensor-core kernel (n 5, 1001, 130: partial
+  // 16-row blocks; k 4096: several chunks per warp; m 9, 16, 24, 32: 2 and 4 tiles of 8 x rows, the
+  // last partial); m <= 4 with groups of 32 / 64, and float32 activations: the CUDA-core kernel;
+  // m 64, k 72: the dequantized product.
   for (const Case& c : {Case{1, 128, 5, 128, false}, Case{1, 4096, 1001, 128, true}, Case{2, 1024, 64, 32, false},
                         Case{3, 512, 33, 64, true}, Case{4, 2048, 130, 128, true}, Case{5, 512, 96, 128, false},
-                        Case{8, 1024, 48, 128, true}, Case{6, 512, 20, 256, false}, Case{9, 512, 40, 128, false},
+                        Case{8, 1024, 48, 128, true}, Case{6, 512, 20, 256, false}, Case{9, 512, 40, 128, false}, Case{16, 1024, 33, 128, true},
+                        Case{24, 512, 64, 256, false}, Case{32, 2048, 48, 128, true},
                         Case{64, 1024, 200, 128, true}, Case{1, 72, 16, 8, true}}) {
     const std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + " g" +
                              std::to_string(c.group);
@@ -54,7 +56,7 @@ TEST_P(BackendInt4, LinearAndLinearAddMatchTheDequantizedProducts) {
     auto [bc, bg] = weight(b, Shape{c.n});
     auto [xc, xg] = put(0, c.m, c.k, x, gpu_->activationDtype());
     const bool half_x = gpu_->activationDtype() != DType::kF32;
-    const bool gemv = (half_x && c.m <= 8 && c.k % 128 == 0 && c.group % 128 == 0) ||
+    const bool gemv = (half_x && c.m <= 32 && c.k % 128 == 0 && c.group % 128 == 0) ||
                       (c.m <= 4 && c.k % 32 == 0 && c.group % 32 == 0);
     for (const DType out_dtype : {DType::kF32, gpu_->activationDtype()}) {
       // (The dequantized product adds a bias to its 16-bit output, a second rounding: as every

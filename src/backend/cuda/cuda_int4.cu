@@ -7,7 +7,7 @@
 // 2^23 + zero. A code becomes a float with one OR into the mantissa of 2^23 (2^23 + code, exact),
 // and subtracting the zero term gives code - zero exactly, so no integer-to-float conversion.
 //
-// int4Gemv (decode-sized products): with 16-bit activations, m <= 8 and groups of 128, the
+// int4Gemv (decode-sized products): with 16-bit activations, m <= 32 and groups of 128, the
 // tensor-core kernel below; otherwise (float32 activations, m <= 4) the CUDA-core kernel: a warp
 // per weight row, lanes taking 16-byte chunks (32 codes, inside one group since group % 32 == 0)
 // in turn; each chunk's sum x * (code - zero) is scaled once by its group's scale and added to
@@ -125,6 +125,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 // ---- the tensor-core matrix-vector kernel (16-bit activations, group % 128 == 0) ----------
+// x's rows in tiles of 8 (T of them: m <= 8 T), the weights dequantized once for all tiles.
 // A block owns 16 weight rows; its 8 warps take interleaved chunks of 128 features (one group).
 // Lane (g, t) = (lane / 4, lane % 4) reads 16 bytes (32 codes) of rows g and g + 8 at features
 // chunk * 128 + t * 32 and the same 32 features of x's row g (zeros past m). Each code word
@@ -178,7 +179,7 @@ __device__ __forceinline__ void dequantWord(uint32_t w, uint32_t mz, uint32_t (&
 
 constexpr int kMmaRows = 16;
 
-template <typename H, typename OUT>
+template <typename H, typename OUT, int T>
 __global__ void __launch_bounds__(kWarps * 32)
     int4GemvMmaKernel(const H* __restrict__ x, int64_t ld_x, int m, const uint32_t* __restrict__ w,
                       const float* __restrict__ scales, const float* __restrict__ zeros, int64_t n, int64_t k,
@@ -191,57 +192,83 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t words = k / 8, groups = k / group, chunks = k / 128;
   const uint4* wa = reinterpret_cast<const uint4*>(w + ra * words) + t;  // + chunk * 4 (a uint4: 32 codes)
   const uint4* wb = reinterpret_cast<const uint4*>(w + rb * words) + t;
-  const bool has_x = g < m;
-  const uint4* xr = reinterpret_cast<const uint4*>(x + min(g, m - 1) * ld_x) + t * 4;  // + chunk * 16 (8 values each)
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  // x rows of tile i: 8 i + g (the MMA's column g); zeros past m.
+  bool has_x[T];
+  const uint4* xr[T];
+#pragma unroll
+  for (int i = 0; i < T; ++i) {
+    has_x[i] = i * 8 + g < m;
+    xr[i] = reinterpret_cast<const uint4*>(x + min(i * 8 + g, m - 1) * ld_x) + t * 4;  // + chunk * 16 (8 values each)
+  }
+  float acc[T][4];
+#pragma unroll
+  for (int i = 0; i < T; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
   const uint4 zero4 = make_uint4(0, 0, 0, 0);
   for (int64_t c = warp; c < chunks; c += kWarps) {
     const uint4 qa = loadStreaming(wa + c * 4), qb = loadStreaming(wb + c * 4);
-    uint4 xv[4];
+    uint4 xv[T][4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xv[i] = has_x ? xr[c * 16 + i] : zero4;
+    for (int i = 0; i < T; ++i)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) xv[i][q] = has_x[i] ? xr[i][c * 16 + q] : zero4;
     const int64_t gi = (c * 128) / group;
     const float za = zeros[ra * groups + gi] - 8388608.0f, zb = zeros[rb * groups + gi] - 8388608.0f;  // the zero points
     const float sa = scales[ra * groups + gi], sb = scales[rb * groups + gi];
     const uint32_t mz_a = splat<H>(Int4Magic<H>::kValue + za), mz_b = splat<H>(Int4Magic<H>::kValue + zb);
-    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float d[T][4];
+#pragma unroll
+    for (int i = 0; i < T; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d[i][e] = 0.0f;
     const uint32_t wa4[4] = {qa.x, qa.y, qa.z, qa.w}, wb4[4] = {qb.x, qb.y, qb.z, qb.w};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int q = 0; q < 4; ++q) {
       uint32_t pa[4], pb[4];
-      dequantWord<H>(wa4[i], mz_a, pa);
-      dequantWord<H>(wb4[i], mz_b, pb);
-      const uint4 u = xv[i];
-      const uint32_t x04 = __byte_perm(u.x, u.z, 0x5410), x15 = __byte_perm(u.x, u.z, 0x7632);
-      const uint32_t x26 = __byte_perm(u.y, u.w, 0x5410), x37 = __byte_perm(u.y, u.w, 0x7632);
+      dequantWord<H>(wa4[q], mz_a, pa);
+      dequantWord<H>(wb4[q], mz_b, pb);
       const uint32_t a0[4] = {pa[0], pb[0], pa[1], pb[1]}, a1[4] = {pa[2], pb[2], pa[3], pb[3]};
-      mma16816<H>(d, a0, x04, x15);
-      mma16816<H>(d, a1, x26, x37);
-    }
-    acc[0] = fmaf(d[0], sa, acc[0]);
-    acc[1] = fmaf(d[1], sa, acc[1]);
-    acc[2] = fmaf(d[2], sb, acc[2]);
-    acc[3] = fmaf(d[3], sb, acc[3]);
-  }
-  // acc: (row g, x rows 2t, 2t + 1), (row g + 8, the same x rows).
-  __shared__ float sums[kWarps][kMmaRows][8];
-  sums[warp][g][2 * t] = acc[0];
-  sums[warp][g][2 * t + 1] = acc[1];
-  sums[warp][g + 8][2 * t] = acc[2];
-  sums[warp][g + 8][2 * t + 1] = acc[3];
-  __syncthreads();
-  if (threadIdx.x >= kMmaRows * 8) return;
-  const int r = threadIdx.x % kMmaRows, j = threadIdx.x / kMmaRows;
-  if (j >= m || n0 + r >= n) return;
-  float v = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kWarps; ++i) v += sums[i][r][j];
-  v += bias ? bias[n0 + r] : 0.0f;
-  OUT* o = out + j * ld_out + n0 + r;
-  if constexpr (std::is_same_v<OUT, float>) {
-    *o = accumulate ? *o + v : v;
-  } else {
-    storeFloat(o, v);
+      for (int i = 0; i < T; ++i) {
+        const uint4 u = xv[i][q];
+        const uint32_t x04 = __byte_perm(u.x, u.z, 0x5410), x15 = __byte_perm(u.x, u.z, 0x7632);
+        const uint32_t x26 = __byte_perm(u.y, u.w, 0x5410), x37 = __byte_perm(u.y, u.w, 0x7632);
+        mma16816<H>(d[i], a0, x04, x15);
+        mma16816<H>(d[i], a1, x26, x37);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < T; ++i) {
+      acc[i][0] = fmaf(d[i][0], sa, acc[i][0]);
+      acc[i][1] = fmaf(d[i][1], sa, acc[i][1]);
+      acc[i][2] = fmaf(d[i][2], sb, acc[i][2]);
+      acc[i][3] = fmaf(d[i][3], sb, acc[i][3]);
+    }
+  }
+  // acc[i]: (row g, x rows 8 i + 2t, + 1), (row g + 8, the same x rows).
+  __shared__ float sums[kWarps][kMmaRows][8 * T];
+#pragma unroll
+  for (int i = 0; i < T; ++i) {
+    sums[warp][g][8 * i + 2 * t] = acc[i][0];
+    sums[warp][g][8 * i + 2 * t + 1] = acc[i][1];
+    sums[warp][g + 8][8 * i + 2 * t] = acc[i][2];
+    sums[warp][g + 8][8 * i + 2 * t + 1] = acc[i][3];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < kMmaRows * 8 * T; e += kWarps * 32) {
+    const int r = e % kMmaRows, j = e / kMmaRows;
+    if (j >= m || n0 + r >= n) continue;
+    float v = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kWarps; ++i) v += sums[i][r][j];
+    v += bias ? bias[n0 + r] : 0.0f;
+    OUT* o = out + j * ld_out + n0 + r;
+    if constexpr (std::is_same_v<OUT, float>) {
+      *o = accumulate ? *o + v : v;
+    } else {
+      storeFloat(o, v);
+    }
   }
 }
 
@@ -277,7 +304,7 @@ cudaError_t launchGemv(const void* x, int64_t ld_x, const uint32_t* w, const flo
 
 namespace {
 bool mmaPath(int64_t m, int64_t k, int64_t group, DType x_dtype) {
-  return x_dtype != DType::kF32 && m <= 8 && k % 128 == 0 && group % 128 == 0;
+  return x_dtype != DType::kF32 && m <= kInt4GemvMmaRows && k % 128 == 0 && group % 128 == 0;
 }
 }  // namespace
 
@@ -304,10 +331,14 @@ cudaError_t int4Gemv(const void* x, DType x_dtype, int64_t ld_x, int64_t m, cons
       } else {
         return withElementType(out_dtype, [&](auto ot) {
           using O = decltype(ot);
-          int4GemvMmaKernel<X, O><<<blocks, kWarps * 32, 0, stream>>>(static_cast<const X*>(x), ld_x,
-                                                                      static_cast<int>(m), w, scales, zeros, n, k, g,
-                                                                      bias, static_cast<O*>(out), ld_out, accumulate);
-          return cudaGetLastError();
+          auto launch = [&](auto kernel) {
+            kernel<<<blocks, kWarps * 32, 0, stream>>>(static_cast<const X*>(x), ld_x, static_cast<int>(m), w, scales,
+                                                       zeros, n, k, g, bias, static_cast<O*>(out), ld_out, accumulate);
+            return cudaGetLastError();
+          };
+          if (m <= 8) return launch(int4GemvMmaKernel<X, O, 1>);
+          if (m <= 16) return launch(int4GemvMmaKernel<X, O, 2>);
+          return launch(int4GemvMmaKernel<X, O, 4>);
         });
       }
     });

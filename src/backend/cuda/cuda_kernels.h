@@ -339,10 +339,11 @@ cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t
 // W4A16 products of 4-bit weights (cuda_int4.cu; CudaBackend::loadInt4Weight's layout: codes packed
 // 8 to a uint32 along k, scales and zero terms (2^23 + zero) [n, k / group] float32).
 // int4Gemv (int4GemvSupported: x rows 16-byte aligned, k and group multiples of 32, and either
-// 16-bit x with m <= 8 and k, group multiples of 128 (the tensor-core kernel) or m <=
-// kInt4GemvCudaCoreRows): out[m, n] = x W^T (+ bias), x F32 / BF16 / F16, out F32 / BF16 / F16
+// 16-bit x with m <= kInt4GemvMmaRows and k, group multiples of 128 (the tensor-core kernel) or
+// m <= kInt4GemvCudaCoreRows): out[m, n] = x W^T (+ bias), x F32 / BF16 / F16, out F32 / BF16 / F16
 // (accumulate: out += that, F32). int4Dequantize: W [n, k] written in out_dtype.
 constexpr int64_t kInt4GemvCudaCoreRows = 4;
+constexpr int64_t kInt4GemvMmaRows = 32;
 bool int4GemvSupported(int64_t m, int64_t k, int64_t group, const void* x, DType x_dtype, int64_t ld_x);
 cudaError_t int4Gemv(const void* x, DType x_dtype, int64_t ld_x, int64_t m, const uint32_t* w, const float* scales,
                      const float* zeros, int64_t n, int64_t k, int64_t group, const float* bias, void* out,
