@@ -71,20 +71,28 @@ Status writeTextFile(const std::string& path, const std::string& text) {
   return Status::ok();
 }
 
-Status prepareOutput(const std::string& model, const std::string& output) {
+// Creates the output directory when it does not exist (checkQuantizeOutput has passed); `created`
+// says whether it did (a failure then removes the directory, else only what was written into it).
+Status prepareOutput(const std::string& output, bool* created) {
   std::error_code ec;
-  if (output.empty()) return invalidArgument("quantize: --output is empty; expected a new directory");
-  if (fs::exists(output, ec)) {
-    if (!fs::is_directory(output, ec) || !fs::is_empty(output, ec))
-      return invalidArgument("quantize: output '" + output + "' exists and is not an empty directory; name a new one");
-    if (fs::equivalent(output, model, ec)) return invalidArgument("quantize: the output is the model directory");
-  } else if (!fs::create_directories(output, ec) || ec) {
+  *created = !fs::exists(output, ec);
+  if (*created && (!fs::create_directories(output, ec) || ec))
     return internalError("quantize: cannot create the output directory '" + output + "': " + ec.message());
-  }
   return Status::ok();
 }
 
 }  // namespace
+
+Status checkQuantizeOutput(const QuantizeOptions& o) {
+  std::error_code ec;
+  if (o.output.empty()) return invalidArgument("quantize: --output is empty; expected a new directory");
+  if (fs::exists(o.output, ec)) {
+    if (!fs::is_directory(o.output, ec) || !fs::is_empty(o.output, ec))
+      return invalidArgument("quantize: output '" + o.output + "' exists and is not an empty directory; name a new one");
+    if (fs::equivalent(o.output, o.model, ec)) return invalidArgument("quantize: the output is the model directory");
+  }
+  return Status::ok();
+}
 
 Status checkQuantizable(const QuantizeOptions& o, const ModelDirectory& m) {
   if (!m.config.weight_quantization.empty() || m.quantization)
@@ -107,7 +115,7 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
   const bool awq = o.method == "awq";
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory m, ModelDirectory::open(o.model));
   LLMRT_RETURN_IF_ERROR(checkQuantizable(o, m));
-  LLMRT_RETURN_IF_ERROR(prepareOutput(o.model, o.output));
+  LLMRT_RETURN_IF_ERROR(checkQuantizeOutput(o));
 
   std::unordered_set<std::string> products;
   for (const ExpectedTensor& e : expectedTensors(m.config))
@@ -123,6 +131,16 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
     if (!prefix.empty() && smoothing->touches(std::string(prefix) + name)) return std::string(prefix) + name;
     return "";
   };
+
+  if (awq)
+    for (const WeightEntry& w : m.weights.entries())
+      if (isProduct(w.name) && w.shape.rank() == 2 &&
+          (w.shape[0] % 8 != 0 || o.awq_group_size < 1 || w.shape[1] % o.awq_group_size != 0))
+        return invalidArgument("quantize: " + w.name + " is " + w.shape.toString() +
+                               "; AWQ needs out_features % 8 == 0 and in_features % group_size (" +
+                               std::to_string(o.awq_group_size) + ") == 0");
+  bool created = false;
+  LLMRT_RETURN_IF_ERROR(prepareOutput(o.output, &created));
 
   QuantizeReport report;
   std::vector<SafetensorsEntry> entries;
@@ -143,10 +161,7 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
     };
     if (awq && isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
       // AutoAWQ GEMM: NAME.qweight, NAME.qzeros, NAME.scales (awq_pack.h), computed at the first.
-      const int64_t out = w.shape[0], in = w.shape[1], group = o.awq_group_size;
-      if (out % 8 != 0 || group < 1 || in % group != 0)
-        return invalidArgument("quantize: " + name + " is " + w.shape.toString() + "; AWQ needs out_features % 8 == 0 "
-                               "and in_features % group_size (" + std::to_string(group) + ") == 0");
+      const int64_t out = w.shape[0], in = w.shape[1], group = o.awq_group_size;  // (checked above)
       ++report.quantized_tensors;
       const std::string base = name.substr(0, name.size() - 6);  // without "weight"
       auto packed = std::make_shared<AwqPacked>();
@@ -223,7 +238,11 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
 
   auto cleanup = [&](Status s) {
     std::error_code ec;
-    fs::remove_all(o.output, ec);
+    if (created) {
+      fs::remove_all(o.output, ec);
+    } else {  // (the directory was empty: everything in it is this run's)
+      for (const fs::directory_entry& f : fs::directory_iterator(o.output, ec)) fs::remove_all(f.path(), ec);
+    }
     return s;
   };
   if (Status s = writeSafetensors((fs::path(o.output) / "model.safetensors").string(), entries); !s.isOk())

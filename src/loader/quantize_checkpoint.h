@@ -11,6 +11,9 @@ namespace llmrt {
 
 class TensorSmoothing;
 
+// InvalidArgument when options.output is empty, the model directory, or an existing non-empty
+// directory or file (checked before calibrating, which takes a while).
+Status checkQuantizeOutput(const QuantizeOptions& options);
 // InvalidArgument when `m` cannot be quantized: already quantized, or GPT-2's Conv1D layout.
 Status checkQuantizable(const QuantizeOptions& options, const ModelDirectory& m);
 

@@ -110,9 +110,19 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
                            !archEntry(c.arch).names.transposed;
   std::unique_ptr<ThreadPool> quantize_pool;  // 8-bit codes: rows quantized on every core
   if (quantized) quantize_pool = std::make_unique<ThreadPool>();
-  auto int4 = [&](W w) {
-    return int4_layout && (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown || w == W::kSharedUp ||
-                           w == W::kSharedDown);
+  // (A checkpoint may keep some matrices unquantized, AutoAWQ's modules_to_not_convert: those load as
+  // they are.)
+  const std::string_view prefix = archEntry(c.arch).names.optional_prefix;
+  auto storedPlain = [&](W w, int64_t layer) {
+    for (const std::string& n : decoderWeightTensors(w, c, layer))
+      if (weights(n).isOk() || (!prefix.empty() && n.starts_with(prefix) && weights(n.substr(prefix.size())).isOk()))
+        return true;
+    return false;
+  };
+  auto int4 = [&](W w, int64_t layer) {
+    return int4_layout &&
+           (w == W::kQkv || w == W::kO || w == W::kUp || w == W::kDown || w == W::kSharedUp || w == W::kSharedDown) &&
+           !storedPlain(w, layer);
   };
   // An AWQ matrix as its codes, scales and zero points, each rearranged as the matrix would be.
   auto loadInt4 = [&](W w, int64_t layer, const std::string& name, TensorView& out) -> Status {
@@ -160,7 +170,7 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
   // Each weight of the description, as the reader lays it out, handed to the backend.
   auto load = [&](DecoderWeight w, int64_t layer, TensorView& out) -> Status {
     if (!decoderWeightPresent(w, c, layer)) return Status::ok();
-    if (int4(w)) return loadInt4(w, layer, decoderWeightName(w, layer), out);
+    if (int4(w, layer)) return loadInt4(w, layer, decoderWeightName(w, layer), out);
     LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
     const std::string name = decoderWeightName(w, layer);
     bool borrowable = reader.lastPartsBorrowable();

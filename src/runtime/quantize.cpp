@@ -196,6 +196,7 @@ Result<std::vector<std::vector<int32_t>>> calibrationSamples(const QuantizeOptio
 Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
   LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
+  LLMRT_RETURN_IF_ERROR(checkQuantizeOutput(o));
   LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
   const std::vector<SmoothingGroup> groups = smoothingGroups(dir.config);
   std::vector<std::string> observed;
@@ -224,9 +225,14 @@ Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
 Result<QuantizeReport> awq(const QuantizeOptions& o) {
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
   LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
-  if (o.awq_group_size < 1 || dir.config.hidden_size % o.awq_group_size != 0)
-    return invalidArgument("quantize: --group-size " + std::to_string(o.awq_group_size) +
-                           " does not divide hidden_size " + std::to_string(dir.config.hidden_size));
+  LLMRT_RETURN_IF_ERROR(checkQuantizeOutput(o));
+  // Every product matrix's input features (hidden, q heads, intermediate) must split into groups.
+  for (const int64_t in : {dir.config.hidden_size, dir.config.qSize(), dir.config.intermediate_size})
+    if (o.awq_group_size < 1 || in % o.awq_group_size != 0)
+      return invalidArgument("quantize: --group-size " + std::to_string(o.awq_group_size) + " does not divide " +
+                             std::to_string(in) + " (hidden_size " + std::to_string(dir.config.hidden_size) +
+                             ", attention " + std::to_string(dir.config.qSize()) + ", intermediate_size " +
+                             std::to_string(dir.config.intermediate_size) + ")");
   LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
   int64_t tokens = 0;
   for (const auto& smp : samples) tokens += static_cast<int64_t>(smp.size());

@@ -63,10 +63,12 @@ void BackendW8a8::linearAndLinearAdd(DType codes) {
   };
   const std::string kind = codes == DType::kI8 ? "int8 " : "fp8 ";
   // k 1008: a multiple of 16, not of 64 (cuBLASLt even at one row); n 5 / 33 / 1001: partial
-  // 16-row blocks; m 1-8: the matrix-vector kernel; m 9, 64, 300: cuBLASLt.
+  // 16-row blocks; m 1-8: the matrix-vector kernel; m 9, 64, 300: cuBLASLt; 2048 x 20000: sums in
+  // bands of rows (kW8a8SumsBytes: 838 rows here).
   for (const Case& c : {Case{1, 64, 5, false}, Case{1, 4096, 1001, true}, Case{2, 256, 512, false},
                         Case{3, 1024, 33, true}, Case{8, 2048, 64, true}, Case{9, 512, 130, false},
-                        Case{1, 1008, 48, true}, Case{64, 4096, 96, false}, Case{300, 512, 200, true}}) {
+                        Case{1, 1008, 48, true}, Case{64, 4096, 96, false}, Case{300, 512, 200, true},
+                        Case{2048, 64, 20000, true}}) {
     const std::string what = kind + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_, 3.0f);
     roundTo(x, gpu_->activationDtype());

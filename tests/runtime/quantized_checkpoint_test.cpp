@@ -334,7 +334,9 @@ AwqMatrix packAwq(int64_t out, int64_t in, int64_t g, std::mt19937& rng) {
 
 // An AWQ checkpoint of the tiny Llama (group size 8), or of the model config.json `j` describes,
 // and its float32 twin.
-void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group = 8, Json j = nullptr) {
+// `plain_matrix`: a matrix the AWQ checkpoint keeps unquantized (as F32 .weight; modules_to_not_convert).
+void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group = 8, Json j = nullptr,
+                  const std::string& plain_matrix = "") {
   if (j.is_null()) {
     j = testutil::tinyConfig("llama");
     j["max_position_embeddings"] = 64;
@@ -349,10 +351,14 @@ void writeAwqPair(const std::string& awq, const std::string& f32, int64_t group 
     const std::string base = e.name.substr(0, e.name.size() - 6);
     q.skip.insert(e.name);
     plain.skip.insert(e.name);
+    plain.extra.push_back({e.name, "F32", testutil::dims(e.shape), testutil::bytesOf(m.dequantized)});
+    if (e.name == plain_matrix) {
+      q.extra.push_back({e.name, "F32", testutil::dims(e.shape), testutil::bytesOf(m.dequantized)});
+      continue;
+    }
     q.extra.push_back({base + "qweight", "I32", {e.shape[1], e.shape[0] / 8}, testutil::bytesOf(m.qweight)});
     q.extra.push_back({base + "qzeros", "I32", {e.shape[1] / group, e.shape[0] / 8}, testutil::bytesOf(m.qzeros)});
     q.extra.push_back({base + "scales", "F16", {e.shape[1] / group, e.shape[0]}, m.scales});
-    plain.extra.push_back({e.name, "F32", testutil::dims(e.shape), testutil::bytesOf(m.dequantized)});
   }
   testutil::writeModelDir(f32, j, plain);
   j["quantization_config"] = {
@@ -394,6 +400,17 @@ TEST(AwqCheckpoint, ComponentsFollowPackedAndInterleavedLayouts) {
     EXPECT_EQ(a.context_logits, b.context_logits) << name;
     EXPECT_EQ(c.context_logits, b.context_logits) << name;
   }
+}
+
+// A matrix kept unquantized (a plain .weight beside the AWQ ones) loads as it is.
+TEST(AwqCheckpoint, UnquantizedMatricesLoadAsTheyAre) {
+  TempDir tmp;
+  const std::string awq = tmp.subdir("awq"), f32 = tmp.subdir("f32");
+  writeAwqPair(awq, f32, 8, nullptr, "model.layers.1.self_attn.o_proj.weight");
+  const RequestOutput a = run(awq), b = run(f32);
+  ASSERT_TRUE(a.status.isOk() && b.status.isOk()) << a.status.toString();
+  ASSERT_FALSE(a.context_logits.empty());
+  EXPECT_EQ(a.context_logits, b.context_logits);
 }
 
 TEST(AwqCheckpoint, UnsupportedVariantsAndBadPackingAreOneLineErrors) {

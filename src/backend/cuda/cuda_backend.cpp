@@ -153,8 +153,10 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
     reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * (activation_dtype_ == DType::kF32 ? 4 : 2));
   if (int4_max_elems_ > 0)  // 4-bit weights dequantized for cuBLASLt
     reserve(int4_w_, static_cast<size_t>(int4_max_elems_) * (options_.weight_dtype == DType::kF32 ? 4 : 2));
-  if (has_fp8_weights_)  // FP8 products' quantized inputs: codes, then the row scales
+  if (has_fp8_weights_) {  // 8-bit products' quantized inputs (codes, then the row scales) and sums
     reserve(fp8_x_, static_cast<size_t>(max_tokens * max_width + 256) + static_cast<size_t>(max_tokens) * sizeof(float));
+    reserve(fp8_sums_, static_cast<size_t>(kW8a8SumsBytes));
+  }
   for (int i = 0; i < 2; ++i)
     reserve(results_.slot(i).argmax, static_cast<size_t>(max_tokens) * sizeof(int32_t), false);
   reserve(norm_sums_, static_cast<size_t>(cuda::kGemvMaxRows * ((max_width + cuda::kGemvNormGroup - 1) /

@@ -281,6 +281,7 @@ class CudaBackend final : public Backend {
   PoolBuffer half_x_;     // 16-bit copy (or hi + lo parts) of a float32 linear input (cuBLAS path)
   PoolBuffer fp8_x_;      // an 8-bit product's quantized input: codes [m, k], then the row scales
   PoolBuffer fp8_sums_;   // an 8-bit product's unscaled sums (float32 or int32) for the scaling kernel
+  static constexpr int64_t kW8a8SumsBytes = 64 << 20;  // fp8_sums_'s size: products take bands of rows
   bool fp8_scaled_gemm_ = true;  // cleared when cuBLASLt refuses outer-vector scaling
   bool has_fp8_weights_ = false;  // loadQuantizedWeight was called (reserveWorkspace sizes fp8_x_)
   struct Int4Weight {

@@ -340,14 +340,22 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
     LLMRT_LOG_INFO("cuBLASLt has no FP8 GEMM with outer-vector scales here: FP8 products scale their sums in a "
                    "kernel of their own");
   }
+  // The unscaled sums in bands of rows that fit kW8a8SumsBytes (reserveWorkspace sets it aside, so
+  // recorded steps never grow it).
   const int64_t ld_sums = n_pad;
-  if (!reserve(fp8_sums_, static_cast<size_t>(m * ld_sums) * sizeof(float))) return;
+  const int64_t band = std::max<int64_t>(1, std::min<int64_t>(m, kW8a8SumsBytes / (ld_sums * 4)));
+  if (!reserve(fp8_sums_, static_cast<size_t>(band * ld_sums) * sizeof(float))) return;
   void* sums = fp8_sums_.get();
-  LLMRT_CUBLAS_OP_CHECK(lt_.runW8a8(int8 ? CUDA_R_8I : CUDA_R_8F_E4M3, wq, nullptr, q, nullptr, sums,
-                                    int8 ? CUDA_R_32I : CUDA_R_32F, m, n_pad, k, ld_sums, cublas_ws_.get(),
-                                    cublas_ws_.bytes(), stream_.get(), false));
-  LLMRT_CUDA_OP_CHECK(cuda::w8a8ScaleOut(codes_dt, sums, ld_sums, m, n, sx, sw, bias_ptr, out.data, out.dtype,
-                                         ld(out), accumulate, stream_.get()));
+  const size_t out_row_bytes = static_cast<size_t>(ld(out)) * dtypeSize(out.dtype);
+  for (int64_t r0 = 0; r0 < m; r0 += band) {
+    const int64_t rows_now = std::min(band, m - r0);
+    LLMRT_CUBLAS_OP_CHECK(lt_.runW8a8(int8 ? CUDA_R_8I : CUDA_R_8F_E4M3, wq, nullptr, q + r0 * k, nullptr, sums,
+                                      int8 ? CUDA_R_32I : CUDA_R_32F, rows_now, n_pad, k, ld_sums, cublas_ws_.get(),
+                                      cublas_ws_.bytes(), stream_.get(), false));
+    LLMRT_CUDA_OP_CHECK(cuda::w8a8ScaleOut(codes_dt, sums, ld_sums, rows_now, n, sx + r0, sw, bias_ptr,
+                                           static_cast<uint8_t*>(out.data) + static_cast<size_t>(r0) * out_row_bytes,
+                                           out.dtype, ld(out), accumulate, stream_.get()));
+  }
 }
 
 void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim) {
