@@ -217,8 +217,12 @@ std::string formatModelInfo(const ModelInfo& info) {
                          : c.fp8_block_rows > 0          ? " (block scales " + std::to_string(c.fp8_block_rows) + "x" +
                                                       std::to_string(c.fp8_block_cols) + ")"
                                                          : " (per-tensor or per-channel scales)";
-    row("quantization", c.weight_quantization + scheme +
-                            "; weights dequantized at load, activations and KV cache in the compute dtype");
+    const std::string runs =
+        c.weight_quantization == "awq"
+            ? "; runs as 4-bit weights with 16-bit activations (CUDA; the CPU computes with them dequantized)"
+            : std::string("; runs as ") + (c.weight_quantization == "fp8" ? "FP8" : "INT8") +
+                  " products (W8A8: weights requantized per row, activations per token)";
+    row("quantization", c.weight_quantization + scheme + runs + "; --quantization none dequantizes them at load");
   }
   row("layers", std::to_string(c.num_hidden_layers));
   row("hidden size", std::to_string(c.hidden_size));

@@ -305,7 +305,7 @@ TEST(Quantization, InspectDescribesFp8AndSaysWhatRuns) {
   EXPECT_EQ(info->bytes_by_dtype.size(), 3u);  // BF16 norms and embeddings, F8_E4M3 linears, F32 scales
   EXPECT_EQ(info->dtype, "BF16");             // the codes are not the compute dtype
   const std::string text = formatModelInfo(*info);
-  EXPECT_NE(text.find("fp8 (block scales 128x128); weights dequantized at load"), std::string::npos) << text;
+  EXPECT_NE(text.find("fp8 (block scales 128x128); runs as FP8 products"), std::string::npos) << text;
   EXPECT_NE(text.find("F8_E4M3"), std::string::npos) << text;
   auto js = nlohmann::json::parse(modelInfoToJson(*info));
   EXPECT_EQ(js["weights_valid"], true);

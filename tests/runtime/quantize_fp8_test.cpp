@@ -82,7 +82,7 @@ TEST(QuantizeFp8, ProductMatricesBecomeFloat8WithinItsRounding) {
 
 // --method int8: symmetric int8 codes per row (scale = max|row| / 127, round to nearest), read
 // back as an INT8 checkpoint, within half a step of the original, the row's largest value at
-// +-127; the model predicts as the 16-bit one (weights dequantized at load).
+// +-127; the model (INT8 products, the checkpoint's own) predicts as the 16-bit one.
 TEST(QuantizeInt8, ProductMatricesBecomeInt8WithinHalfAStepAndPredictAsBefore) {
   TempDir tmp;
   const std::string out = tmp.file("int8");
