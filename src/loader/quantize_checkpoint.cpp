@@ -103,6 +103,12 @@ Status checkQuantizable(const QuantizeOptions& o, const ModelDirectory& m) {
     return invalidArgument("quantize: " + m.config.architecture +
                            " stores its matrices transposed (Conv1D); " + o.method +
                            " quantization of that layout is not implemented");
+  if (o.method == "awq")
+    for (const ExpectedTensor& e : expectedTensors(m.config))
+      if (e.product_matrix && (e.shape[0] % 8 != 0 || o.awq_group_size < 1 || e.shape[1] % o.awq_group_size != 0))
+        return invalidArgument("quantize: " + e.name + " is " + e.shape.toString() +
+                               "; AWQ needs out_features % 8 == 0 and in_features % --group-size (" +
+                               std::to_string(o.awq_group_size) + ") == 0");
   return Status::ok();
 }
 
@@ -132,13 +138,6 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
     return "";
   };
 
-  if (awq)
-    for (const WeightEntry& w : m.weights.entries())
-      if (isProduct(w.name) && w.shape.rank() == 2 &&
-          (w.shape[0] % 8 != 0 || o.awq_group_size < 1 || w.shape[1] % o.awq_group_size != 0))
-        return invalidArgument("quantize: " + w.name + " is " + w.shape.toString() +
-                               "; AWQ needs out_features % 8 == 0 and in_features % group_size (" +
-                               std::to_string(o.awq_group_size) + ") == 0");
   bool created = false;
   LLMRT_RETURN_IF_ERROR(prepareOutput(o.output, &created));
 
@@ -161,7 +160,7 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
     };
     if (awq && isProduct(name) && w.shape.rank() == 2 && isFloatingPoint(w.dtype)) {
       // AutoAWQ GEMM: NAME.qweight, NAME.qzeros, NAME.scales (awq_pack.h), computed at the first.
-      const int64_t out = w.shape[0], in = w.shape[1], group = o.awq_group_size;  // (checked above)
+      const int64_t out = w.shape[0], in = w.shape[1], group = o.awq_group_size;  // (checkQuantizable)
       ++report.quantized_tensors;
       const std::string base = name.substr(0, name.size() - 6);  // without "weight"
       auto packed = std::make_shared<AwqPacked>();

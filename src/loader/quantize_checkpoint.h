@@ -14,7 +14,8 @@ class TensorSmoothing;
 // InvalidArgument when options.output is empty, the model directory, or an existing non-empty
 // directory or file (checked before calibrating, which takes a while).
 Status checkQuantizeOutput(const QuantizeOptions& options);
-// InvalidArgument when `m` cannot be quantized: already quantized, or GPT-2's Conv1D layout.
+// InvalidArgument when `m` cannot be quantized: already quantized, GPT-2's Conv1D layout, or (awq)
+// a product matrix whose rows are not a multiple of 8 or whose inputs do not split into groups.
 Status checkQuantizable(const QuantizeOptions& options, const ModelDirectory& m);
 
 // quantizeCheckpoint's writer: options.method fp8, or int8 / smoothquant (INT8 codes), with the

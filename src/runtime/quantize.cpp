@@ -193,82 +193,56 @@ Result<std::vector<std::vector<int32_t>>> calibrationSamples(const QuantizeOptio
   return samples;
 }
 
-Result<QuantizeReport> smoothQuant(const QuantizeOptions& o) {
+// smoothquant and awq: calibrate, then each norm-fed group's column scales (SmoothQuant's from
+// the maxima, AWQ's by its search) folded in as the checkpoint is written.
+Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
+  const bool awq = o.method == "awq";
   LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
   LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
   LLMRT_RETURN_IF_ERROR(checkQuantizeOutput(o));
-  LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
-  const std::vector<SmoothingGroup> groups = smoothingGroups(dir.config);
-  std::vector<std::string> observed;
-  for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
-  LLMRT_ASSIGN_OR_RETURN(Calibration cal, calibrate(dir, samples, observed, o.num_threads));
-
-  TensorSmoothing smoothing;
-  const std::string_view prefix = archEntry(dir.config.arch).names.optional_prefix;
-  for (const SmoothingGroup& g : groups) {
-    const std::vector<float>& a = cal.inputs[g.observed].max_abs;
-    if (static_cast<int64_t>(a.size()) != dir.config.hidden_size)
-      return internalError("smoothquant: calibration saw no input of " + g.observed);
-    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, g.consumers, prefix, dir.config.hidden_size));
-    smoothing.add(g, smoothingScales(a, columnMax(w, dir.config.hidden_size), o.alpha),
-                  dir.config.decoder.norm_weight_offset_one);
-  }
-  LLMRT_LOG_INFO("smoothquant: alpha %g, %lld calibration samples (%lld tokens of %s), %zu groups smoothed", o.alpha,
-                 static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens), o.calib_file.c_str(),
-                 groups.size());
-  char producer[160];
-  std::snprintf(producer, sizeof(producer), "llmrt quantize --method smoothquant --alpha %g (%lld samples, %lld tokens)",
-                o.alpha, static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens));
-  return writeQuantizedCheckpoint(o, &smoothing, producer);
-}
-
-Result<QuantizeReport> awq(const QuantizeOptions& o) {
-  LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
-  LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
-  LLMRT_RETURN_IF_ERROR(checkQuantizeOutput(o));
-  // Every product matrix's input features (hidden, q heads, intermediate) must split into groups.
-  for (const int64_t in : {dir.config.hidden_size, dir.config.qSize(), dir.config.intermediate_size})
-    if (o.awq_group_size < 1 || in % o.awq_group_size != 0)
-      return invalidArgument("quantize: --group-size " + std::to_string(o.awq_group_size) + " does not divide " +
-                             std::to_string(in) + " (hidden_size " + std::to_string(dir.config.hidden_size) +
-                             ", attention " + std::to_string(dir.config.qSize()) + ", intermediate_size " +
-                             std::to_string(dir.config.intermediate_size) + ")");
   LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
   int64_t tokens = 0;
   for (const auto& smp : samples) tokens += static_cast<int64_t>(smp.size());
-  constexpr int64_t kRowsKept = 128;  // calibration rows each group's search measures its error on
+  constexpr int64_t kRowsKept = 128;  // calibration rows each AWQ search measures its error on
   const std::vector<SmoothingGroup> groups = smoothingGroups(dir.config);
   std::vector<std::string> observed;
   for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
-  LLMRT_ASSIGN_OR_RETURN(Calibration cal,
-                         calibrate(dir, samples, observed, o.num_threads, std::max<int64_t>(1, tokens / kRowsKept)));
-  TensorSmoothing smoothing;
-  ThreadPool pool(o.num_threads);
+  LLMRT_ASSIGN_OR_RETURN(Calibration cal, calibrate(dir, samples, observed, o.num_threads,
+                                                    awq ? std::max<int64_t>(1, tokens / kRowsKept) : 0));
+  const int64_t h = dir.config.hidden_size;
   const std::string_view prefix = archEntry(dir.config.arch).names.optional_prefix;
+  std::unique_ptr<ThreadPool> pool = awq ? std::make_unique<ThreadPool>(o.num_threads) : nullptr;
+  TensorSmoothing smoothing;
   double alpha_sum = 0.0;
   for (const SmoothingGroup& g : groups) {
     const Observed& in = cal.inputs[g.observed];
-    if (static_cast<int64_t>(in.sum_abs.size()) != dir.config.hidden_size || in.rows.empty())
-      return internalError("awq: calibration saw no input of " + g.observed);
-    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, g.consumers, prefix, dir.config.hidden_size));
-    double alpha = 0.0;
-    smoothing.add(g, awqScales(in, w, dir.config.hidden_size, o.awq_group_size, pool, &alpha),
+    if (static_cast<int64_t>(in.max_abs.size()) != h || (awq && in.rows.empty()))
+      return internalError(o.method + ": calibration saw no input of " + g.observed);
+    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, g.consumers, prefix, h));
+    double alpha = o.alpha;
+    smoothing.add(g, awq ? awqScales(in, w, h, o.awq_group_size, *pool, &alpha)
+                         : smoothingScales(in.max_abs, columnMax(w, h), o.alpha),
                   dir.config.decoder.norm_weight_offset_one);
     alpha_sum += alpha;
   }
+  const double mean_alpha = groups.empty() ? 0.0 : alpha_sum / static_cast<double>(groups.size());
   char producer[200];
-  std::snprintf(producer, sizeof(producer),
-                "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; mean alpha %.2f)",
-                static_cast<long long>(o.awq_group_size), static_cast<long long>(cal.samples),
-                static_cast<long long>(cal.tokens), groups.empty() ? 0.0 : alpha_sum / static_cast<double>(groups.size()));
+  if (awq)
+    std::snprintf(producer, sizeof(producer),
+                  "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; mean alpha %.2f)",
+                  static_cast<long long>(o.awq_group_size), static_cast<long long>(cal.samples),
+                  static_cast<long long>(cal.tokens), mean_alpha);
+  else
+    std::snprintf(producer, sizeof(producer), "llmrt quantize --method smoothquant --alpha %g (%lld samples, %lld tokens)",
+                  o.alpha, static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens));
+  LLMRT_LOG_INFO("%s: %zu groups, calibration text %s", producer, groups.size(), o.calib_file.c_str());
   return writeQuantizedCheckpoint(o, &smoothing, producer);
 }
 
 }  // namespace
 
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
-  if (o.method == "smoothquant") return smoothQuant(o);
-  if (o.method == "awq") return awq(o);
+  if (o.method == "smoothquant" || o.method == "awq") return calibratedCheckpoint(o);
   return writeQuantizedCheckpoint(o, nullptr, "");
 }
 

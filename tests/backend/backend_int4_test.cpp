@@ -51,10 +51,10 @@ TEST_P(BackendInt4, LinearAndLinearAddMatchTheDequantizedProducts) {
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_);
     roundTo(x, gpu_->activationDtype());
     const std::vector<float> b = randomVec(static_cast<size_t>(c.n), rng_);
-    auto [wc, wg] = int4Weight(c.n, c.k, c.group);
-    EXPECT_EQ(wg.dtype, DType::kU8);
-    auto [bc, bg] = weight(b, Shape{c.n});
-    auto [xc, xg] = put(0, c.m, c.k, x, gpu_->activationDtype());
+    const auto w = int4Weight(c.n, c.k, c.group);
+    EXPECT_EQ(w.second.dtype, DType::kU8);
+    const auto bias = weight(b, Shape{c.n});
+    const auto xs = put(0, c.m, c.k, x, gpu_->activationDtype());
     const bool half_x = gpu_->activationDtype() != DType::kF32;
     const bool gemv = (half_x && c.m <= 32 && c.k % 128 == 0 && c.group % 128 == 0) ||
                       (c.m <= 4 && c.k % 32 == 0 && c.group % 32 == 0);
@@ -62,22 +62,14 @@ TEST_P(BackendInt4, LinearAndLinearAddMatchTheDequantizedProducts) {
       // (The dequantized product adds a bias to its 16-bit output, a second rounding: as every
       // 16-bit cuBLAS product's; compared in float32 only.)
       if (out_dtype != DType::kF32 && c.bias && !gemv) continue;
-      auto [oc_full, og_full] = put(1, c.m, c.n + 8, {}, out_dtype);
-      TensorView oc = columns(oc_full, 0, c.n), og = columns(og_full, 0, c.n);
-      cpu_->linear(xc, wc, c.bias ? &bc : nullptr, oc);
-      gpu_->linear(xg, wg, c.bias ? &bg : nullptr, og);
-      std::vector<float> want = get(*cpu_, oc);
-      roundTo(want, out_dtype);
+      const auto [got, want] = linearBoth(xs, w, c.bias ? &bias : nullptr, c.n, out_dtype);
       // (A 16-bit output may round the other way where the float32 sums differ: a step at most.)
-      expectClose(get(*gpu_, og), want, 1e-5 + halfStep(out_dtype), 1e-5 * maxAbs(want) + 1e-4,
-                  "linear int4 " + what, 2 * halfStep(out_dtype));
+      expectClose(got, want, 1e-5 + halfStep(out_dtype), 1e-5 * maxAbs(want) + 1e-4, "linear int4 " + what,
+                  2 * halfStep(out_dtype));
     }
-    const std::vector<float> res = randomVec(static_cast<size_t>(c.m * c.n), rng_, 4.0f);
-    auto [rc, rg] = put(2, c.m, c.n, res);
-    cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, rc);
-    gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, rg);
-    const std::vector<float> want_res = get(*cpu_, rc);
-    expectClose(get(*gpu_, rg), want_res, 1e-5, 1e-5 * maxAbs(want_res) + 1e-4, "linearAdd int4 " + what);
+    const auto [got, want] =
+        linearAddBoth(xs, w, c.bias ? &bias : nullptr, randomVec(static_cast<size_t>(c.m * c.n), rng_, 4.0f));
+    expectClose(got, want, 1e-5, 1e-5 * maxAbs(want) + 1e-4, "linearAdd int4 " + what);
   }
 }
 

@@ -98,6 +98,33 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
     setUpBackends(GetParam().weight, GetParam().kv, GetParam().tuning, gpuKv());
   }
 
+  // x W^T (+ b) on both backends (the pairs put / weight return) into a column slice of a wider
+  // buffer (row stride n + 8, as q/k/v slices are) of `out_dtype`: the GPU's output and the CPU's
+  // rounded to out_dtype.
+  std::pair<std::vector<float>, std::vector<float>> linearBoth(const std::pair<TensorView, TensorView>& x,
+                                                               const std::pair<TensorView, TensorView>& w,
+                                                               const std::pair<TensorView, TensorView>* b, int64_t n,
+                                                               DType out_dtype) {
+    auto [oc_full, og_full] = put(1, x.first.shape[0], n + 8, {}, out_dtype);
+    TensorView oc = columns(oc_full, 0, n), og = columns(og_full, 0, n);
+    cpu_->linear(x.first, w.first, b ? &b->first : nullptr, oc);
+    gpu_->linear(x.second, w.second, b ? &b->second : nullptr, og);
+    std::vector<float> want = get(*cpu_, oc);
+    roundTo(want, out_dtype);
+    return {get(*gpu_, og), want};
+  }
+  // residual (float32 [rows, n], from `res`) += x W^T (+ b) on both backends: the GPU's and the CPU's.
+  std::pair<std::vector<float>, std::vector<float>> linearAddBoth(const std::pair<TensorView, TensorView>& x,
+                                                                  const std::pair<TensorView, TensorView>& w,
+                                                                  const std::pair<TensorView, TensorView>* b,
+                                                                  const std::vector<float>& res) {
+    const int64_t rows = x.first.shape[0];
+    auto [rc, rg] = put(2, rows, static_cast<int64_t>(res.size()) / rows, res);
+    cpu_->linearAdd(x.first, w.first, b ? &b->first : nullptr, rc);
+    gpu_->linearAdd(x.second, w.second, b ? &b->second : nullptr, rg);
+    return {get(*gpu_, rg), get(*cpu_, rc)};
+  }
+
   // What the GPU stores the cache in (a float32-weight backend always uses float32).
   DType gpuKv() const { return GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv; }
 

@@ -73,24 +73,16 @@ void BackendW8a8::linearAndLinearAdd(DType codes) {
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_, 3.0f);
     roundTo(x, gpu_->activationDtype());
     const std::vector<float> b = randomVec(static_cast<size_t>(c.n), rng_);
-    auto [wc, wg] = quantizedWeight(c.n, c.k, codes);
-    auto [bc, bg] = weight(b, Shape{c.n});
-    auto [xc, xg] = put(0, c.m, c.k, x, gpu_->activationDtype());
+    const auto w = quantizedWeight(c.n, c.k, codes);
+    const auto bias = weight(b, Shape{c.n});
+    const auto xs = put(0, c.m, c.k, x, gpu_->activationDtype());
     for (const DType out_dtype : {DType::kF32, gpu_->activationDtype()}) {
-      // Into a column slice of a wider buffer (row stride n + 8), as q/k/v slices are.
-      auto [oc_full, og_full] = put(1, c.m, c.n + 8, {}, out_dtype);
-      TensorView oc = columns(oc_full, 0, c.n), og = columns(og_full, 0, c.n);
-      cpu_->linear(xc, wc, c.bias ? &bc : nullptr, oc);
-      gpu_->linear(xg, wg, c.bias ? &bg : nullptr, og);
-      std::vector<float> want = get(*cpu_, oc);
-      roundTo(want, out_dtype);
-      expectMatch(codes, get(*gpu_, og), want, out_dtype, "linear " + what + " out " + std::string(dtypeName(out_dtype)));
+      const auto [got, want] = linearBoth(xs, w, c.bias ? &bias : nullptr, c.n, out_dtype);
+      expectMatch(codes, got, want, out_dtype, "linear " + what + " out " + std::string(dtypeName(out_dtype)));
     }
-    const std::vector<float> res = randomVec(static_cast<size_t>(c.m * c.n), rng_, 4.0f);
-    auto [rc, rg] = put(2, c.m, c.n, res);
-    cpu_->linearAdd(xc, wc, c.bias ? &bc : nullptr, rc);
-    gpu_->linearAdd(xg, wg, c.bias ? &bg : nullptr, rg);
-    expectMatch(codes, get(*gpu_, rg), get(*cpu_, rc), DType::kF32, "linearAdd " + what);
+    const auto [got, want] =
+        linearAddBoth(xs, w, c.bias ? &bias : nullptr, randomVec(static_cast<size_t>(c.m * c.n), rng_, 4.0f));
+    expectMatch(codes, got, want, DType::kF32, "linearAdd " + what);
   }
 }
 
