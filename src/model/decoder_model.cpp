@@ -345,19 +345,27 @@ Status DecoderModel::reserveActivations(int64_t max_tokens, int64_t max_logit_ro
 Result<TensorView> DecoderModel::forward(const StepInputs& in, const StepLayout& layout) {
   tp_error_ = Status::ok();
   Status begun = backend_.beginStep(in);
+  // Device collectives are fenced (fence()): the ranks meet around each collective of a step run
+  // op by op, and around a recorded step's launch.
+  const bool device_collectives = sharded() && backend_.device() != Device::kCpu;
+  fences_ = device_collectives && !layout.record;
   if (sharded()) {
     // Every rank begins the step before any enqueues a collective: beginStep may grow pinned
     // buffers, which waits for the whole GPU, and ranks sharing a GPU would wait for each other.
+    // (This barrier is also the fence before a recorded step's launch.)
     if (begun.isOk())
       begun = comm_->barrier();
     else
       comm_->abort(begun);
   }
   LLMRT_RETURN_IF_ERROR(begun);
-  if (layout.record)
+  if (layout.record) {
     backend_.recordOrReplay(static_cast<uint64_t>(layout.rows), [&] { run(layout.rows, layout.logit_rows); });
-  else
+    fences_ = device_collectives;
+    fence();
+  } else {
     run(layout.rows, layout.logit_rows);
+  }
   if (!tp_error_.isOk()) return tp_error_;
   if (layout.real_logit_rows == 0) return TensorView(nullptr, DType::kF32, Shape{0, config_.vocab_size});
   TensorView logits = backend_.scratch(8, layout.logit_rows, config_.vocab_size);
@@ -425,7 +433,7 @@ void DecoderModel::run(int64_t T, int64_t R) {
     // [r * vocab / tp, (r + 1) * vocab / tp)).
     TensorView local = buf(kLocalLogits, R, vocab_rows_);
     backend_.linear(last_norm, lm_head_, optional(lm_head_b_), local);
-    collective(backend_.allGatherColumns(*comm_, local, logits));
+    allGather(local, logits);
   }
   if (d.final_logit_softcap > 0) backend_.scaleSoftcap(logits, 1.0f, static_cast<float>(d.final_logit_softcap));
 }
@@ -495,7 +503,7 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
     backend_.linear(h, L.shared_gate, nullptr, gate);
     backend_.sigmoidGatedAdd(out, gate, x);
   }
-  if (comm_ != nullptr) collective(backend_.allReduceSum(*comm_, x));
+  if (comm_ != nullptr) allReduce(x);
 }
 
 void DecoderModel::collective(const Status& st) {
@@ -504,9 +512,22 @@ void DecoderModel::collective(const Status& st) {
   tp_error_ = st;
 }
 
+void DecoderModel::fence() {
+  if (fences_ && tp_error_.isOk()) collective(comm_->barrier());
+}
+
+void DecoderModel::allReduce(TensorView x) {
+  collective(fencedCollective(*comm_, fences_ && tp_error_.isOk(), [&] { return backend_.allReduceSum(*comm_, x); }));
+}
+
+void DecoderModel::allGather(const TensorView& local, TensorView logits) {
+  collective(fencedCollective(*comm_, fences_ && tp_error_.isOk(),
+                              [&] { return backend_.allGatherColumns(*comm_, local, logits); }));
+}
+
 void DecoderModel::rowParallel(const TensorView& in, const TensorView& w, const TensorView& b, TensorView out) {
   backend_.linear(in, w, comm_ == nullptr || comm_->rank() == 0 ? optional(b) : nullptr, out);
-  if (comm_ != nullptr) collective(backend_.allReduceSum(*comm_, out));
+  if (comm_ != nullptr) allReduce(out);
 }
 
 void DecoderModel::rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x) {
@@ -517,7 +538,7 @@ void DecoderModel::rowParallelAdd(const TensorView& in, const TensorView& w, con
     // product), so the other ranks overwrite their copy of x, and no partial-sum buffer is needed.
     backend_.linear(in, w, nullptr, x);
   }
-  if (comm_ != nullptr) collective(backend_.allReduceSum(*comm_, x));
+  if (comm_ != nullptr) allReduce(x);
 }
 
 void DecoderModel::runLayer(const Layer& L, int64_t layer, TensorView x, TensorView h, TensorView qkv,

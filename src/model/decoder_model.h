@@ -104,6 +104,15 @@ class DecoderModel {
   void rowParallelAdd(const TensorView& in, const TensorView& w, const TensorView& b, TensorView x);
   // A collective's result: the first failure of a step is kept (tp_error_) and aborts the group.
   void collective(const Status& st);
+  // The collectives of a sharded step (fencedCollective, with fences_): x summed over the ranks;
+  // the ranks' [R, vocab_rows_] logits shards gathered into their columns of `logits`.
+  void allReduce(TensorView x);
+  void allGather(const TensorView& local, TensorView logits);
+  // Enqueue fences (communicator.h, fencedCollective) around each collective of a step run op by
+  // op on a device; a recorded step's graph holds its collectives, and the ranks meet before its
+  // launch (beginStep's barrier) and after it (fence()).
+  void fence();
+  bool fences_ = false;
   // Whether the weights are split over several ranks (a communicator of one rank shards nothing).
   bool sharded() const { return comm_ != nullptr && comm_->size() > 1; }
   // The ops of one step after beginStep: embedding, the layers, the logits rows.

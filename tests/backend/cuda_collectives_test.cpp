@@ -1,14 +1,18 @@
-// The collectives of CUDA ranks (makeCudaGroup, CudaBackend::allReduceSum / allGatherColumns) on
-// one GPU: several ranks share it, each a thread with its own CudaBackend and stream, as the
-// engine runs them. The custom kernels must give every rank the rank-order sum bit for bit
+// The collectives of CUDA ranks (makeCudaGroup, CudaBackend::allReduceSum / allGatherColumns),
+// rank r on GPU r % visible GPUs as the engine places them: on one GPU several ranks share it; on a
+// machine of several, ranks sit on separate GPUs (and share them past the GPU count). Each rank is a
+// thread with its own CudaBackend and stream, as the engine runs them. The custom kernels must give every rank the rank-order sum bit for bit
 // (one-shot, two-shot, in staging-sized pieces, with both staging parities), place gathered
 // columns, release a waiting rank on abort; NCCL (a group of one, where libnccl.so.2 loads)
-// leaves the data as it is; a CUDA backend with a host communicator takes the host path.
+// leaves the data as it is, and between separate GPUs sums within float32 reduction order; a CUDA
+// backend with a host communicator takes the host path.
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -19,6 +23,11 @@
 #include "backend/comm/communicator.h"
 #include "backend/comm/in_process_communicator.h"
 #if LLMRT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <latch>
+
 #include "backend/cuda/cuda_backend.h"
 #endif
 
@@ -36,16 +45,18 @@ struct Ranks {
   std::vector<std::unique_ptr<Communicator>> comms;
 };
 
-// n ranks on GPU 0: a CUDA group (custom kernels unless `custom` is false) and a backend each.
-Result<Ranks> gpuRanks(int n, bool custom = true, int64_t staging = int64_t{1} << 16) {
+// n ranks, rank r on GPU r % visible GPUs as the engine places them (`spread`; else all on GPU 0):
+// a CUDA group (custom kernels unless `custom` is false) and a backend each.
+Result<Ranks> gpuRanks(int n, bool custom = true, bool spread = true, int64_t staging = int64_t{1} << 16) {
   Ranks r;
   CudaGroupOptions g;
-  g.devices.assign(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) g.devices.push_back(spread ? i % cudaDeviceCount() : 0);
   g.custom_all_reduce = custom;
   g.staging_floats = staging;
   LLMRT_ASSIGN_OR_RETURN(r.comms, makeCudaGroup(g));
   for (int i = 0; i < n; ++i) {
     CudaBackendOptions o;
+    o.device = g.devices[static_cast<size_t>(i)];
     o.weight_dtype = DType::kF32;
     o.kv_dtype = DType::kF32;
     LLMRT_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, createCudaBackend(o));
@@ -61,6 +72,22 @@ std::vector<Status> onRanks(int n, const std::function<Status(int)>& fn) {
   for (int r = 0; r < n; ++r) threads.emplace_back([&, r] { st[static_cast<size_t>(r)] = fn(r); });
   for (std::thread& t : threads) t.join();
   return st;
+}
+
+// Each rank's all-reduce of in[rank] through its backend, on its thread: out[rank]; each rank's status.
+std::vector<Status> allReduceOnRanks(Ranks& ranks, const std::vector<std::vector<float>>& in,
+                                     std::vector<std::vector<float>>& out) {
+  const int n = static_cast<int>(in.size());
+  out.assign(in.size(), {});
+  return onRanks(n, [&](int r) -> Status {
+    Backend& b = *ranks.backends[static_cast<size_t>(r)];
+    const int64_t count = static_cast<int64_t>(in[static_cast<size_t>(r)].size());
+    TensorView t = b.scratch(0, 1, count, DType::kF32);
+    LLMRT_RETURN_IF_ERROR(b.copyFromHost(in[static_cast<size_t>(r)].data(), t));
+    LLMRT_RETURN_IF_ERROR(b.allReduceSum(*ranks.comms[static_cast<size_t>(r)], t));
+    out[static_cast<size_t>(r)].resize(static_cast<size_t>(count));
+    return b.copyToHost(t, out[static_cast<size_t>(r)].data());
+  });
 }
 
 std::vector<float> randomValues(size_t n, uint32_t seed) {
@@ -87,16 +114,9 @@ TEST_F(CudaCollectives, AllReduceGivesEveryRankTheRankOrderSum) {
     auto ranks = gpuRanks(n);
     ASSERT_TRUE(ranks.isOk()) << ranks.status().toString();
     for (const int64_t count : {int64_t{1}, int64_t{5}, int64_t{4096}, int64_t{4096}, int64_t{70001}, int64_t{200003}}) {
-      std::vector<std::vector<float>> in, out(static_cast<size_t>(n));
+      std::vector<std::vector<float>> in, out;
       for (int r = 0; r < n; ++r) in.push_back(randomValues(static_cast<size_t>(count), static_cast<uint32_t>(count * 16 + r)));
-      const std::vector<Status> st = onRanks(n, [&](int r) -> Status {
-        Backend& b = *ranks->backends[static_cast<size_t>(r)];
-        TensorView t = b.scratch(0, 1, count, DType::kF32);
-        LLMRT_RETURN_IF_ERROR(b.copyFromHost(in[static_cast<size_t>(r)].data(), t));
-        LLMRT_RETURN_IF_ERROR(b.allReduceSum(*ranks->comms[static_cast<size_t>(r)], t));
-        out[static_cast<size_t>(r)].resize(static_cast<size_t>(count));
-        return b.copyToHost(t, out[static_cast<size_t>(r)].data());
-      });
+      const std::vector<Status> st = allReduceOnRanks(*ranks, in, out);
       const std::string what = std::to_string(n) + " ranks, " + std::to_string(count) + " floats";
       for (const Status& s : st) ASSERT_TRUE(s.isOk()) << what << ": " << s.toString();
       int64_t wrong = 0;
@@ -195,9 +215,92 @@ TEST_F(CudaCollectives, NcclGroupOfOneLeavesDataAndSharedGpusAreRefused) {
   ASSERT_TRUE(b.allReduceSum(*ranks->comms[0], t).isOk());
   ASSERT_TRUE(b.copyToHost(t, out.data()).isOk());
   EXPECT_EQ(out, in);
-  auto shared = gpuRanks(2, /*custom=*/false);
+  auto shared = gpuRanks(2, /*custom=*/false, /*spread=*/false);
   ASSERT_FALSE(shared.isOk());
   EXPECT_NE(shared.status().message().find("share a GPU"), std::string::npos) << shared.status().toString();
+}
+
+// NCCL between separate GPUs (skipped with fewer than 2): every size through NCCL (custom kernels
+// off), and with the custom kernels on, a message past kCustomAllReduceMaxBytes (handed to NCCL).
+// NCCL's ring adds the ranks in its own order: every rank gets the same bits, within float32
+// reduction order of the rank-order sum.
+TEST_F(CudaCollectives, NcclAcrossGpusSumsOnEveryRank) {
+  const int n = std::min(cudaDeviceCount(), 4);
+  if (n < 2) GTEST_SKIP() << "one GPU: NCCL needs a GPU per rank";
+  for (const bool custom : {false, true}) {
+    auto ranks = gpuRanks(n, custom);
+    if (!ranks.isOk() && ranks.status().message().find("libnccl") != std::string::npos)
+      GTEST_SKIP() << ranks.status().message();
+    ASSERT_TRUE(ranks.isOk()) << ranks.status().toString();
+    for (const int64_t count : custom ? std::vector<int64_t>{3'000'001} : std::vector<int64_t>{1, 4096, 3'000'001}) {
+      std::vector<std::vector<float>> in, out;
+      for (int r = 0; r < n; ++r) in.push_back(randomValues(static_cast<size_t>(count), static_cast<uint32_t>(count + r)));
+      const std::vector<Status> st = allReduceOnRanks(*ranks, in, out);
+      const std::string what = std::string(custom ? "custom on, " : "NCCL, ") + std::to_string(count) + " floats";
+      for (const Status& x : st) ASSERT_TRUE(x.isOk()) << what << ": " << x.toString();
+      int64_t far = 0, differ = 0;
+      for (int64_t i = 0; i < count; ++i) {
+        double want = 0, magnitude = 0;
+        for (int r = 0; r < n; ++r) {
+          want += in[static_cast<size_t>(r)][static_cast<size_t>(i)];
+          magnitude += std::fabs(in[static_cast<size_t>(r)][static_cast<size_t>(i)]);
+        }
+        far += std::fabs(out[0][static_cast<size_t>(i)] - want) > 1e-6 * magnitude;
+        for (int r = 1; r < n; ++r) differ += !sameBits(out[static_cast<size_t>(r)][static_cast<size_t>(i)], out[0][static_cast<size_t>(i)]);
+      }
+      EXPECT_EQ(far, 0) << what;
+      EXPECT_EQ(differ, 0) << what;
+    }
+  }
+}
+
+// Enqueue fences (fencedCollective) against the deadlock they exist for. Two ranks share GPU 0;
+// between two all-reduces rank 0's thread waits for the whole GPU to go idle (cudaDeviceSynchronize,
+// as a kernel's lazy load does), after rank 1 has had time to enqueue its second all-reduce.
+// Unfenced, rank 1's second all-reduce spins on the GPU for rank 0's, which waits for the GPU:
+// only the watchdog's abort ends it. Fenced, rank 1 waits on the host until rank 0 arrives, and
+// both calls complete with the rank-order sums.
+TEST_F(CudaCollectives, EnqueueFencesKeepADeviceWideWaitFromDeadlocking) {
+  for (const bool fenced : {false, true}) {
+    auto ranks = gpuRanks(2, /*custom=*/true, /*spread=*/false);
+    ASSERT_TRUE(ranks.isOk()) << ranks.status().toString();
+    std::latch rank1_at_second(1);
+    std::atomic<bool> done{false};
+    std::vector<std::vector<float>> out(2, std::vector<float>(2));
+    std::thread watchdog([&] {
+      for (int i = 0; i < 100 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (!done.load()) ranks->comms[0]->abort(internalError("deadlocked: aborted by the watchdog"));
+    });
+    const std::vector<Status> st = onRanks(2, [&](int r) -> Status {
+      Backend& b = *ranks->backends[static_cast<size_t>(r)];
+      Communicator& c = *ranks->comms[static_cast<size_t>(r)];
+      TensorView t = b.scratch(0, 1, 4096, DType::kF32);
+      const std::vector<float> in(4096, 1.0f + static_cast<float>(r));
+      LLMRT_RETURN_IF_ERROR(b.copyFromHost(in.data(), t));
+      auto reduce = [&] { return b.allReduceSum(c, t); };
+      LLMRT_RETURN_IF_ERROR(fencedCollective(c, fenced, reduce));
+      if (r == 0) {
+        rank1_at_second.wait();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // (rank 1 enqueues, unless fenced)
+        if (cudaDeviceSynchronize() != cudaSuccess) return internalError("cudaDeviceSynchronize failed");
+      } else {
+        rank1_at_second.count_down();
+      }
+      LLMRT_RETURN_IF_ERROR(fencedCollective(c, fenced, reduce));
+      std::vector<float> host(4096);
+      LLMRT_RETURN_IF_ERROR(b.copyToHost(t, host.data()));
+      out[static_cast<size_t>(r)] = {host[0], host[4095]};
+      return Status::ok();
+    });
+    done.store(true);
+    watchdog.join();
+    if (!fenced) {
+      EXPECT_FALSE(st[0].isOk() && st[1].isOk()) << "unfenced: expected the deadlock the fences prevent";
+      continue;
+    }
+    for (const Status& x : st) EXPECT_TRUE(x.isOk()) << x.toString();
+    for (const auto& o : out) EXPECT_EQ(o, (std::vector<float>{6.0f, 6.0f}));  // (1 + 2) summed twice
+  }
 }
 
 TEST_F(CudaCollectives, CudaBackendsWithAHostCommunicatorGoThroughTheHost) {

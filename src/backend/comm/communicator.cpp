@@ -45,6 +45,12 @@ Status SingleRankCommunicator::barrier() { return aborted_; }
 
 void SingleRankCommunicator::abort(const Status& why) { aborted_ = why.isOk() ? internalError("aborted") : why; }
 
+Status fencedCollective(Communicator& comm, bool fenced, const std::function<Status()>& enqueue) {
+  if (fenced) LLMRT_RETURN_IF_ERROR(comm.barrier());
+  LLMRT_RETURN_IF_ERROR(enqueue());
+  return fenced ? comm.barrier() : Status::ok();
+}
+
 // ---- the in-process group -------------------------------------------------------------------
 
 namespace {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "llmrt/status.h"
@@ -53,5 +54,16 @@ class SingleRankCommunicator final : public Communicator {
  private:
   Status aborted_;
 };
+
+// A collective that a backend enqueues on a device (its kernels wait on the device for the other
+// ranks'), between enqueue fences when `fenced`: every rank meets the others on the host before
+// `enqueue` and again after it. Why: a host thread that blocks in the driver (a kernel loaded at
+// its first launch — cuBLASLt loads its kernels so — waits for its GPU, or for ranks sharing one
+// the whole GPU, to go idle, holding a process-wide lock) must never wait for a collective whose
+// peers are not all enqueued: the fence after makes every enqueued collective's peers enqueued
+// before any rank goes on; the fence before keeps a rank from enqueueing the next collective while
+// another still runs host work that may wait for the GPU. A step recorded into a graph is fenced
+// around its launch instead (DecoderModel::forward).
+Status fencedCollective(Communicator& comm, bool fenced, const std::function<Status()>& enqueue);
 
 }  // namespace llmrt
