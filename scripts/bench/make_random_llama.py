@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a random-weight Llama checkpoint (HF layout, bf16 safetensors) for benchmarks.
 
-usage: make_random_llama.py OUT_DIR [--preset 100m|8b] [--seed 0] [--awq]
+usage: make_random_llama.py OUT_DIR [--preset 100m|8b|70b] [--seed 0] [--awq]
 Weights are N(0, 0.02) (norms 1), so the text is meaningless; only speed matters. With --awq the
 q/k/v/o and MLP matrices are an AutoAWQ GEMM checkpoint's instead (random 4-bit codes and zero
 points, fp16 scales near 0.004, group size 128).
@@ -14,6 +14,8 @@ PRESETS = {
                  num_key_value_heads=4, vocab_size=32000, tie_word_embeddings=True),
     "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
+    "70b": dict(hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
+                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False),
 }
 
 def bf16(a):
@@ -88,7 +90,7 @@ def main():
                 f.write(bf16(np.ones(s, np.float32)).tobytes())
             elif gen is not None:
                 t = (torch.randn(s, generator=gen, device="cuda", dtype=torch.float32) * 0.02).to(torch.bfloat16)
-                f.write(t.view(torch.int16).cpu().numpy().tobytes())
+                f.write(t.view(torch.int16).cpu().numpy().data)  # (no copy: 70B writes 141 GB)
             else:
                 f.write(bf16(rng.standard_normal(s, dtype=np.float32) * 0.02).tobytes())
     with open(os.path.join(a.out, "config.json"), "w") as f:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "backend/comm/in_process_communicator.h"
 #include "backend/cpu/cpu_backend.h"
@@ -293,20 +294,35 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   LLMRT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Communicator>> comms, makeCommunicators(rc));
   if (!comms.empty()) model_options.comm = comms[0].get();
   for (int r = 1; r < tp; ++r) {
-    // Ranks 1..: their own backend and model, each with its share of the weights (CPU: of the
-    // threads; CUDA: GPU r % visible GPUs).
+    // Ranks 1..: their own backend (CPU: a share of the threads; CUDA: GPU r % visible GPUs).
     PeerRanks::Rank rank;
     LLMRT_ASSIGN_OR_RETURN(rank.backend, createBackend(e->resolved_, r));
-    LLMRT_RETURN_IF_ERROR(rank.backend->bindThread());
-    DecoderModelOptions o = model_options;
-    o.comm = comms[static_cast<size_t>(r)].get();
-    LLMRT_ASSIGN_OR_RETURN(rank.model, DecoderModel::load(cfg, source, *rank.backend, o));
-    LLMRT_RETURN_IF_ERROR(rank.model->setAttentionWindows(windows.per_layer));
     peers.push_back(std::move(rank));
   }
+  // Every rank loads its share of the weights at once, ranks 1.. on threads of their own (loading
+  // is host copies and uploads to each rank's GPU; no collective runs while loading).
+  auto loadRank = [&](Backend& backend, Communicator* comm) -> Result<std::unique_ptr<DecoderModel>> {
+    LLMRT_RETURN_IF_ERROR(backend.bindThread());
+    DecoderModelOptions o = model_options;
+    o.comm = comm;
+    LLMRT_ASSIGN_OR_RETURN(std::unique_ptr<DecoderModel> m, DecoderModel::load(cfg, source, backend, o));
+    LLMRT_RETURN_IF_ERROR(m->setAttentionWindows(windows.per_layer));
+    return m;
+  };
+  std::vector<Status> loaded(peers.size());
+  std::vector<std::thread> loaders;
+  for (size_t i = 0; i < peers.size(); ++i)
+    loaders.emplace_back([&, i] {
+      auto m = loadRank(*peers[i].backend, comms[i + 1].get());
+      if (m.isOk()) peers[i].model = std::move(*m);
+      loaded[i] = m.status();
+    });
+  auto model0 = loadRank(*e->backend_, model_options.comm);
+  for (std::thread& t : loaders) t.join();
+  LLMRT_RETURN_IF_ERROR(model0.status());
+  for (const Status& st : loaded) LLMRT_RETURN_IF_ERROR(st);
+  e->model_ = std::move(*model0);
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
-  LLMRT_ASSIGN_OR_RETURN(e->model_, DecoderModel::load(cfg, source, *e->backend_, model_options));
-  LLMRT_RETURN_IF_ERROR(e->model_->setAttentionWindows(windows.per_layer));
   // The ranks' backends, rank 0 (the engine's) first, for the per-rank memory lines.
   std::vector<const Backend*> rank_backends{e->backend_.get()};
   for (const PeerRanks::Rank& r : peers) rank_backends.push_back(r.backend.get());

@@ -2,17 +2,22 @@
 // model: the same greedy tokens and context logits within float32 reduction order, through the
 // one scheduler and KV cache manager — batched requests, chunked prompts, a reused prefix and the
 // pauses of MAX_UTILIZATION under a small cache, host offload and onboarding, cancellation, a
-// mixture of experts; the same on one GPU with two CUDA ranks sharing it, and TP=1 through a communicator
-// bit-exact. Bad sizes are one-line errors.
+// mixture of experts; the same with CUDA ranks (on separate GPUs where the machine has several,
+// sharing the one GPU otherwise), every golden architecture on 2 and 4 CUDA ranks, and TP=1 through
+// a communicator bit-exact. Bad sizes are one-line errors.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "llmrt/llm.h"
+#include "loader/config_parser.h"
+#include "model/tensor_parallel.h"
 #include "../test_models.h"
 
 namespace llmrt {
@@ -46,7 +51,7 @@ std::vector<Prompt> textPrompts() {
 
 // args.model (the bundled model when empty) generating `prompts` greedily on `tp` ranks.
 RankRun generate(LlmArgs args, int tp, BackendKind backend = BackendKind::kCpu,
-                 const std::vector<Prompt>& prompts = textPrompts()) {
+                 const std::vector<Prompt>& prompts = textPrompts(), int max_tokens = 12) {
   if (args.model.empty()) args.model = testmodels::bundledDir();
   args.backend = backend;
   args.num_threads = 2;
@@ -56,7 +61,7 @@ RankRun generate(LlmArgs args, int tp, BackendKind backend = BackendKind::kCpu,
   if (!llm.isOk()) return {};
   SamplingParams sp;
   sp.temperature = 0.0f;
-  sp.max_tokens = 12;
+  sp.max_tokens = max_tokens;
   sp.ignore_eos = true;
   RequestOptions ro;
   ro.return_context_logits = true;
@@ -124,64 +129,70 @@ TEST(TensorParallelEngine, MixtureOfExpertsOnTwoCpuRanksGeneratesAsOne) {
   expectSame(one, two, "mixtral, chunked");
 }
 
-// Host offload at 2 CPU ranks: a small primary pool pushes the shared system prompt's blocks to
-// the host pool, later requests onboard them, and every copy runs on every rank's pools (each
-// holds its KV heads under the same block ids); the tokens equal one rank's.
-TEST(TensorParallelEngine, HostOffloadAndOnboardRunOnEveryRank) {
-  struct Run {
-    std::vector<std::vector<TokenId>> tokens;
-    std::vector<int32_t> cached;
-    LlmStats stats;
-  };
-  auto run = [](int tp) {
-    LlmArgs a;
-    a.model = testmodels::bundledDir();
-    a.backend = BackendKind::kCpu;
-    a.num_threads = 2;
-    a.tensor_parallel_size = tp;
-    a.kv_cache_config.enable_block_reuse = true;
-    a.kv_cache_config.tokens_per_block = 8;
-    a.kv_cache_config.max_tokens = 64;                  // 8 blocks: two requests' worth
-    a.kv_cache_config.host_cache_size = uint64_t{1} << 20;  // plenty of host blocks
-    Run r;
-    auto llm = LLM::create(a);
-    EXPECT_TRUE(llm.isOk()) << llm.status().toString();
-    if (!llm.isOk()) return r;
-    std::vector<TokenId> system;
-    for (int i = 0; i < 16; ++i) system.push_back(static_cast<TokenId>(100 + 13 * i));
-    SamplingParams sp;
-    sp.temperature = 0.0f;
-    sp.max_tokens = 4;
-    sp.ignore_eos = true;
-    for (int q = 0; q < 6; ++q) {
-      // Even requests: the system prompt and a question; odd ones: unrelated text filling the
-      // primary pool, which offloads every cached block.
-      std::vector<TokenId> ids = q % 2 == 0 ? system : std::vector<TokenId>{};
-      for (int i = 0; i < (q % 2 == 0 ? 12 : 56); ++i) ids.push_back(static_cast<TokenId>(3000 + 97 * q + 7 * i));
-      auto out = (*llm)->generate({Prompt::fromIds(ids)}, {sp});
-      EXPECT_TRUE(out.isOk()) << out.status().toString();
-      if (!out.isOk()) return r;
-      r.tokens.push_back((*out)[0].outputs[0].token_ids);
-      r.cached.push_back((*out)[0].cached_tokens);
-    }
-    r.stats = (*llm)->stats();
-    return r;
-  };
-  const Run one = run(1), two = run(2);
+// Host offload at 2 ranks: a small primary pool pushes the shared system prompt's blocks to the
+// host pool, later requests onboard them, and every copy runs on every rank's pools (each holds
+// its KV heads under the same block ids); the tokens equal one rank's.
+struct OffloadRun {
+  std::vector<std::vector<TokenId>> tokens;
+  std::vector<int32_t> cached;
+  LlmStats stats;
+};
+OffloadRun offloadRun(int tp, BackendKind backend) {
+  LlmArgs a;
+  a.model = testmodels::bundledDir();
+  a.backend = backend;
+  a.dtype = ComputeDtype::kFloat32;  // (the CUDA ranks agree with one rank to float32 rounding)
+  a.num_threads = 2;
+  a.tensor_parallel_size = tp;
+  a.kv_cache_config.enable_block_reuse = true;
+  a.kv_cache_config.tokens_per_block = 8;
+  a.kv_cache_config.max_tokens = 64;                      // 8 blocks: two requests' worth
+  a.kv_cache_config.host_cache_size = uint64_t{1} << 20;  // plenty of host blocks
+  OffloadRun r;
+  auto llm = LLM::create(a);
+  EXPECT_TRUE(llm.isOk()) << llm.status().toString();
+  if (!llm.isOk()) return r;
+  std::vector<TokenId> system;
+  for (int i = 0; i < 16; ++i) system.push_back(static_cast<TokenId>(100 + 13 * i));
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = 4;
+  sp.ignore_eos = true;
+  for (int q = 0; q < 6; ++q) {
+    // Even requests: the system prompt and a question; odd ones: unrelated text filling the
+    // primary pool, which offloads every cached block.
+    std::vector<TokenId> ids = q % 2 == 0 ? system : std::vector<TokenId>{};
+    for (int i = 0; i < (q % 2 == 0 ? 12 : 56); ++i) ids.push_back(static_cast<TokenId>(3000 + 97 * q + 7 * i));
+    auto out = (*llm)->generate({Prompt::fromIds(ids)}, {sp});
+    EXPECT_TRUE(out.isOk()) << out.status().toString();
+    if (!out.isOk()) return r;
+    r.tokens.push_back((*out)[0].outputs[0].token_ids);
+    r.cached.push_back((*out)[0].cached_tokens);
+  }
+  r.stats = (*llm)->stats();
+  return r;
+}
+
+void expectOffloadAsOneRank(BackendKind backend) {
+  const OffloadRun one = offloadRun(1, backend), two = offloadRun(2, backend);
   EXPECT_EQ(one.tokens, two.tokens);
   EXPECT_EQ(one.cached, two.cached);
   EXPECT_GT(two.stats.offloaded_blocks, 0u);
   EXPECT_GT(two.stats.onboarded_blocks, 0u);
+  ASSERT_EQ(two.cached.size(), 6u);
   EXPECT_GE(two.cached[2], 16);  // the later system-prompt requests reuse its onboarded blocks
   EXPECT_GE(two.cached[4], 16);
 }
 
-// Cancelling a request mid-generation at 2 CPU ranks: it ends cancelled, its KV blocks are
-// returned, and the next request generates what one rank does.
-TEST(TensorParallelEngine, CancelledRequestLeavesTheRanksReady) {
+TEST(TensorParallelEngine, HostOffloadAndOnboardRunOnEveryRank) { expectOffloadAsOneRank(BackendKind::kCpu); }
+
+// Cancelling a request mid-generation at 2 ranks: it ends cancelled, its KV blocks are returned,
+// and the next request generates what one rank does.
+void expectCancelLeavesRanksReady(BackendKind backend) {
   LlmArgs a;
   a.model = testmodels::bundledDir();
-  a.backend = BackendKind::kCpu;
+  a.backend = backend;
+  a.dtype = ComputeDtype::kFloat32;
   a.num_threads = 2;
   a.tensor_parallel_size = 2;
   auto llm = LLM::create(a);
@@ -213,6 +224,8 @@ TEST(TensorParallelEngine, CancelledRequestLeavesTheRanksReady) {
   EXPECT_EQ((*after)[0].outputs[0].token_ids, (*want)[0].outputs[0].token_ids);
 }
 
+TEST(TensorParallelEngine, CancelledRequestLeavesTheRanksReady) { expectCancelLeavesRanksReady(BackendKind::kCpu); }
+
 TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {
   LlmArgs args;
   args.model = testmodels::bundledDir();
@@ -233,10 +246,11 @@ TEST(TensorParallelEngine, SizesThatDoNotSplitAreOneLineErrors) {
   EXPECT_NE(llm.status().message().find("at most 8 with backend cuda"), std::string::npos) << llm.status().toString();
 }
 
-// GPU ranks (skipped without a GPU): two ranks sharing the one GPU, exchanging through the custom
-// kernels, recorded into CUDA graphs for decode steps, against one rank — in float32, where the
-// CUDA backend agrees with the CPU to float32 rounding.
-TEST(TensorParallelEngine, TwoCudaRanksOnOneGpuGenerateAsOne) {
+// GPU ranks (skipped without a GPU): rank r on GPU r % visible GPUs — separate GPUs on a machine
+// of several, all sharing the one GPU otherwise — exchanging through the custom kernels (NCCL for
+// large messages between separate GPUs), decode steps recorded into CUDA graphs, against one rank:
+// in float32, where the CUDA backend agrees with the CPU to float32 rounding.
+TEST(TensorParallelEngine, TwoCudaRanksGenerateAsOne) {
   if (const std::string why = cudaMissing(); !why.empty()) GTEST_SKIP() << why;
   LlmArgs f32;
   f32.dtype = ComputeDtype::kFloat32;
@@ -252,6 +266,63 @@ TEST(TensorParallelEngine, TwoCudaRanksOnOneGpuGenerateAsOne) {
   EXPECT_GT(two.stats.pauses, 0u);
   EXPECT_GT(two.stats.reused_blocks, 0u);
 }
+
+TEST(TensorParallelEngine, HostOffloadAndOnboardRunOnEveryCudaRank) {
+  if (const std::string why = cudaMissing(); !why.empty()) GTEST_SKIP() << why;
+  expectOffloadAsOneRank(BackendKind::kCuda);
+}
+
+TEST(TensorParallelEngine, CancelledRequestLeavesTheCudaRanksReady) {
+  if (const std::string why = cudaMissing(); !why.empty()) GTEST_SKIP() << why;
+  expectCancelLeavesRanksReady(BackendKind::kCuda);
+}
+
+// Every golden architecture on 2 and 4 CUDA ranks (where its shapes split), float32: three
+// prompts sharing a 16-token prefix, in 8-token chunks with the prefix's blocks reused, give one
+// rank's greedy tokens and context logits within 1e-5 x max |logit|. Mixture-of-experts layers
+// split each expert.
+class TensorParallelGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallelGolden, CudaRanksGenerateAsOne) {
+  if (const std::string why = cudaMissing(); !why.empty()) GTEST_SKIP() << why;
+  LlmArgs args;
+  args.model = std::string(LLMRT_TEST_DATA) + "/golden/" + GetParam();
+  args.dtype = ComputeDtype::kFloat32;
+  args.max_num_tokens = 8;
+  args.kv_cache_config.enable_block_reuse = true;
+  args.kv_cache_config.tokens_per_block = 8;
+  auto config = loadModelConfig(args.model + "/config.json");
+  ASSERT_TRUE(config.isOk()) << config.status().toString();
+  const int64_t vocab = config->vocab_size;
+  std::vector<Prompt> prompts;
+  std::vector<TokenId> shared;
+  for (int i = 0; i < 16; ++i) shared.push_back(static_cast<TokenId>((i * 37 + 11) % vocab));
+  for (int tail = 0; tail < 3; ++tail) {
+    std::vector<TokenId> ids = shared;
+    for (int i = 0; i <= tail; ++i) ids.push_back(static_cast<TokenId>((200 + 7 * tail + i) % vocab));
+    prompts.push_back(Prompt::fromIds(ids));
+  }
+  const RankRun one = generate(args, 1, BackendKind::kCuda, prompts, 8);
+  ASSERT_EQ(one.tokens.size(), prompts.size());
+  int ran = 0;
+  for (const int tp : {2, 4}) {
+    if (!planTensorParallel(*config, tp).isOk()) continue;
+    ++ran;
+    expectSame(one, generate(args, tp, BackendKind::kCuda, prompts, 8), GetParam() + " on " + std::to_string(tp) + " ranks");
+  }
+  if (ran == 0) GTEST_SKIP() << GetParam() << ": no rank count in {2, 4} splits its shapes";
+}
+
+std::vector<std::string> goldenModels() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(LLMRT_TEST_DATA) + "/golden", ec))
+    if (e.is_directory() && std::filesystem::exists(e.path() / "config.json")) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelGolden, ::testing::ValuesIn(goldenModels()),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 // TP=1 through a communicator (a group of one: the custom kernels, then NCCL where it loads)
 // gives the bits of the plain path, in the default bfloat16 mode.
