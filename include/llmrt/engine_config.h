@@ -57,6 +57,13 @@ enum class Quantization {
   // an INT8 checkpoint's (e.g. `llmrt quantize --method smoothquant`), or quantized at load from
   // a 16/32-bit one (no smoothing). The CPU backend gets the CUDA backend's bits.
   kInt8,
+  // Calibrated at load from a 16/32-bit checkpoint (EngineConfig's calibration fields): the
+  // checkpoint `llmrt quantize --method smoothquant` writes (INT8 products after SmoothQuant's
+  // migration, strength smoothquant_alpha), made once and cached (quantization_cache_dir).
+  kSmoothQuant,
+  // The same for `llmrt quantize --method awq`: 4-bit AWQ weights (W4A16 products), scales
+  // searched on the calibration text.
+  kAwq,
 };
 
 enum class OverlapMode {
@@ -117,6 +124,15 @@ struct EngineConfig {
   BackendKind backend = BackendKind::kAuto;
   ComputeDtype dtype = ComputeDtype::kAuto;
   Quantization quantization = Quantization::kAuto;
+  // quantization smoothquant / awq: the calibration text (UTF-8; required: front ends default it
+  // to the bundled model's calibration.txt), cut into calibration_size samples of up to 512
+  // tokens; the migration strength in [0, 1] (LMI's smoothquant_alpha); where calibrated
+  // checkpoints are kept ("" = <the system's temporary directory>/llmrt-quantized), each under
+  // a key of the source checkpoint's content and these settings (runtime/quantize_at_load.h).
+  std::string calibration_file;
+  int64_t calibration_size = 64;
+  double smoothquant_alpha = 0.8;
+  std::string quantization_cache_dir;
   KvCacheConfig kv_cache_config;
   SchedulerConfig scheduler_config;  // capacity policy, context chunking
   int32_t max_batch_size = 256;      // sequences in flight (holding KV) at once, in [1, 2^20]

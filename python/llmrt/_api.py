@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _llmrt
 from ._config import (KvCacheConfig, KvCacheRetentionConfig, SamplingParams, SchedulerConfig, check_bool,
-                      check_int, option_text)
+                      check_float, check_int, option_text)
 from ._outputs import ProgressBar, RequestOutput
 
 __all__ = ["LLM", "Tokenizer"]
@@ -21,7 +21,11 @@ _ENGINE_KWARGS = {
     "max_input_len": "max_input_len", "num_threads": "num_threads", "iter_stats_max_iterations":
     "iter_stats_max_iterations", "cuda_tuning": "cuda_tuning", "overlap": "overlap",
     "quantization": "quantization", "tensor_parallel_size": "tensor_parallel_size",
+    "calibration_file": "calibration_file", "calibration_size": "calibration_size",
+    "smoothquant_alpha": "smoothquant_alpha", "quantization_cache_dir": "quantization_cache_dir",
 }
+_STR_KWARGS = {"cuda_tuning", "overlap", "quantization", "calibration_file", "quantization_cache_dir"}
+_FLOAT_KWARGS = {"smoothquant_alpha"}
 # tensorrt_llm's backend names run llmrt's automatic choice (CUDA when a GPU is there).
 _TRT_BACKENDS = {"pytorch", "tensorrt", "trt", "_autodeploy"}
 _DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32"}
@@ -71,7 +75,9 @@ class LLM:
     ("auto", "bfloat16", "float16", "float32"), max_batch_size, max_num_tokens, max_seq_len,
     max_input_len, kv_cache_config, scheduler_config, enable_chunked_prefill,
     disable_overlap_scheduler, iter_stats_max_iterations, quantization ("auto", "none", "fp8", "int8",
-    as vLLM's), tensor_parallel_size (0: every visible GPU), and llmrt's own num_threads, overlap
+    "smoothquant", "awq", as vLLM's; the last two calibrate at the first load, on calibration_file with
+    calibration_size samples and smoothquant_alpha, and cache the result in quantization_cache_dir),
+    tensor_parallel_size (0: every visible GPU), and llmrt's own num_threads, overlap
     ("auto", "on", "off"), cuda_tuning ("key=value,..."). None keeps llmrt's default. Bad values
     raise ValueError naming the field; unknown keywords raise TypeError."""
 
@@ -101,10 +107,13 @@ class LLM:
             if name in _ENGINE_KWARGS:
                 if value is None:
                     continue
-                kind = "str" if name in ("cuda_tuning", "overlap", "quantization") else "int"
-                v = value if kind == "str" else check_int("LLM", name, value)
-                if kind == "str" and not isinstance(v, str):
-                    raise TypeError(f"LLM: {name} must be a str, got {type(v).__name__}")
+                kind = "str" if name in _STR_KWARGS else "float" if name in _FLOAT_KWARGS else "int"
+                if kind == "str":
+                    v = os.fspath(value) if isinstance(value, os.PathLike) else value
+                    if not isinstance(v, str):
+                        raise TypeError(f"LLM: {name} must be a str, got {type(v).__name__}")
+                else:
+                    v = check_float("LLM", name, value) if kind == "float" else check_int("LLM", name, value)
                 opts.append((_ENGINE_KWARGS[name], option_text(v)))
             elif name in _COMPAT_KWARGS:
                 continue  # checked below

@@ -1,6 +1,7 @@
 """Every LLM / KvCacheConfig / SchedulerConfig / SamplingParams field reaches the C++ config,
 and a bad value raises with the field named."""
 import datetime
+import os
 
 import pytest
 
@@ -45,6 +46,25 @@ def test_engine_options_round_trip(model):
         assert a[key] == value, key
 
 
+def test_smoothquant_calibrates_at_load_and_is_cached(model, tmp_path):
+    # quantization="smoothquant": the calibration settings reach the engine, which writes the
+    # calibrated checkpoint once into quantization_cache_dir and loads it from there the next time.
+    kwargs = dict(backend="cpu", num_threads=2, quantization="smoothquant", smoothquant_alpha=0.5,
+                  calibration_file=os.path.join(model, "calibration.txt"), calibration_size=2,
+                  quantization_cache_dir=tmp_path / "cache")
+    with LLM(model, **kwargs) as llm:
+        a = llm.args
+        first = llm.generate("Once upon a time", SamplingParams(max_tokens=6, ignore_eos=True)).outputs[0].token_ids
+    assert a["quantization"] == "int8"  # the calibrated checkpoint's own
+    entries = os.listdir(tmp_path / "cache")
+    assert len(entries) == 1 and entries[0].startswith("smoothquant-")
+    stamp = os.path.getmtime(tmp_path / "cache" / entries[0] / "model.safetensors")
+    with LLM(model, **kwargs) as llm:
+        again = llm.generate("Once upon a time", SamplingParams(max_tokens=6, ignore_eos=True)).outputs[0].token_ids
+    assert again == first and len(first) == 6
+    assert os.path.getmtime(tmp_path / "cache" / entries[0] / "model.safetensors") == stamp  # not written again
+
+
 def test_options_the_cpu_engine_does_not_use_still_reach_the_config():
     # free_gpu_memory_fraction and cuda_tuning matter on the GPU only; the C++ config holds them.
     opts = LLM._options("m", "pytorch", "bf16", KvCacheConfig(free_gpu_memory_fraction=0.5),
@@ -65,6 +85,9 @@ def test_options_the_cpu_engine_does_not_use_still_reach_the_config():
     (dict(iter_stats_max_iterations=-1), "iter_stats_max_iterations"),
     (dict(overlap="maybe"), "overlap"),
     (dict(quantization="int4"), "quantization"),
+    (dict(quantization="awq", calibration_file=""), "calibration_file"),
+    (dict(smoothquant_alpha=2.0), "smoothquant_alpha"),
+    (dict(calibration_size=0), "calibration_size"),
     (dict(cuda_tuning="bogus=1"), "cuda_tuning"),
     (dict(backend="tpu"), "backend"),
     (dict(dtype="int3"), "dtype"),

@@ -159,7 +159,7 @@ constexpr std::string_view kBackends = "auto|cpu|cuda";
 constexpr std::string_view kDtypes = "auto|bfloat16|float16|float32";
 constexpr std::string_view kKvDtypes = "auto|float32|bfloat16|float16";
 constexpr std::string_view kOverlaps = "auto|on|off";
-constexpr std::string_view kQuantizations = "auto|none|fp8|int8";
+constexpr std::string_view kQuantizations = "auto|none|fp8|int8|smoothquant|awq";
 constexpr std::string_view kPolicies = "guaranteed_no_evict|max_utilization|static_batch";
 constexpr std::string_view kChunking = "first_come_first_served|equal_progress";
 
@@ -175,9 +175,22 @@ const Entry<E> kEngine[] = {
      LLMRT_ENUM(E, dtype, parseComputeDtype, kDtypes)},
     {{"quantization", "--quantization", "", OptionKind::kEnum, kQuantizations,
       "Products inside the layers: fp8 = FP8 E4M3 weights per channel and activations per token (W8A8), "
-      "quantized at load; int8 = the same with INT8 codes; none = 16-bit (a quantized checkpoint "
-      "dequantized); auto: the checkpoint's own"},
+      "quantized at load; int8 = the same with INT8 codes; smoothquant = INT8 after SmoothQuant's "
+      "calibrated migration, awq = 4-bit AWQ weights (both calibrated at the first load, then cached); "
+      "none = 16-bit (a quantized checkpoint dequantized); auto: the checkpoint's own"},
      LLMRT_ENUM(E, quantization, parseQuantization, kQuantizations)},
+    {{"calibration_file", "--calibration-file", "", OptionKind::kString, "FILE",
+      "quantization smoothquant, awq: calibration text (default: the bundled model's calibration.txt)"},
+     LLMRT_FIELD(E, calibration_file)},
+    {{"calibration_size", "--calibration-size", "", OptionKind::kInt, "N",
+      "quantization smoothquant, awq: calibration samples of up to 512 tokens (LMI's awq_calib_size)"},
+     LLMRT_FIELD(E, calibration_size)},
+    {{"smoothquant_alpha", "--smoothquant-alpha", "", OptionKind::kFloat, "A",
+      "quantization smoothquant: migration strength in [0, 1]"},
+     LLMRT_FIELD(E, smoothquant_alpha)},
+    {{"quantization_cache_dir", "--quantization-cache-dir", "", OptionKind::kString, "DIR",
+      "Where calibrated checkpoints are kept (default: <temporary directory>/llmrt-quantized)"},
+     LLMRT_FIELD(E, quantization_cache_dir)},
     {{"max_batch_size", "--max-batch-size", "", OptionKind::kInt, "N", "Sequences in flight at once"},
      LLMRT_FIELD(E, max_batch_size)},
     {{"max_num_tokens", "--max-num-tokens", "", OptionKind::kInt, "N", "Tokens computed per step (prompts are chunked to fit)"},

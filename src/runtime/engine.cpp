@@ -13,6 +13,7 @@
 #include "core/logging.h"
 #include "core/thread_pool.h"
 #include "kv/kv_cache_sizing.h"
+#include "runtime/quantize_at_load.h"
 #include "runtime/step_builder.h"
 #include "model/attention_windows.h"
 
@@ -97,6 +98,9 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
       r.notes.push_back("quantization auto: an " + std::string(c.quantization == Quantization::kFp8 ? "FP8" : "INT8") +
                         " checkpoint");
   }
+  if (c.quantization == Quantization::kSmoothQuant || c.quantization == Quantization::kAwq)
+    return fieldError(kWhere, "quantization", toString(c.quantization),
+                      "auto, none, fp8 or int8 here (Engine::create calibrates smoothquant and awq checkpoints first)");
   if (c.quantization != Quantization::kNone && model.weight_quantization == "awq")
     return fieldError(kWhere, "quantization", toString(c.quantization),
                       "none or auto for an AWQ checkpoint (its 4-bit weights are dequantized at load)");
@@ -267,8 +271,21 @@ Result<std::unique_ptr<Backend>> createBackend(const ResolvedConfig& r, int rank
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   std::unique_ptr<Engine> e(new Engine());
   LLMRT_ASSIGN_OR_RETURN(e->dir_, ModelDirectory::open(config.model));
+  EngineConfig to_load = config;
+  if (config.quantization == Quantization::kSmoothQuant || config.quantization == Quantization::kAwq) {
+    // Calibrated at the first load and cached: the engine loads the quantized checkpoint, as
+    // quantization auto would load it.
+    LLMRT_ASSIGN_OR_RETURN(const CalibratedCheckpoint q, calibratedCheckpointFor(config, e->dir_));
+    if (q.made)
+      LLMRT_LOG_INFO("[Quantization] %s: calibrated and written in %.1f s: %s", toString(config.quantization).data(),
+                     q.seconds, q.dir.c_str());
+    else
+      LLMRT_LOG_INFO("[Quantization] %s: the cached checkpoint %s", toString(config.quantization).data(), q.dir.c_str());
+    LLMRT_ASSIGN_OR_RETURN(e->dir_, ModelDirectory::open(q.dir));
+    to_load.quantization = Quantization::kAuto;
+  }
   const ModelConfig& cfg = e->dir_.config;
-  LLMRT_ASSIGN_OR_RETURN(e->resolved_, resolveConfig(config, e->dir_));
+  LLMRT_ASSIGN_OR_RETURN(e->resolved_, resolveConfig(to_load, e->dir_));
   const EngineConfig& rc = e->resolved_.config;
   LLMRT_LOG_INFO("[Config] %s", describeConfig(e->resolved_).c_str());
   const AttentionWindows& windows = e->resolved_.windows;

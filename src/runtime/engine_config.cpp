@@ -30,7 +30,7 @@ constexpr ComputeDtype kDtypes[] = {ComputeDtype::kAuto, ComputeDtype::kBFloat16
                                     ComputeDtype::kFloat32};
 constexpr OverlapMode kOverlaps[] = {OverlapMode::kAuto, OverlapMode::kOn, OverlapMode::kOff};
 constexpr Quantization kQuantizations[] = {Quantization::kAuto, Quantization::kNone, Quantization::kFp8,
-                                          Quantization::kInt8};
+                                          Quantization::kInt8, Quantization::kSmoothQuant, Quantization::kAwq};
 
 }  // namespace
 
@@ -59,6 +59,8 @@ std::string_view toString(Quantization q) {
     case Quantization::kNone: return "none";
     case Quantization::kFp8: return "fp8";
     case Quantization::kInt8: return "int8";
+    case Quantization::kSmoothQuant: return "smoothquant";
+    case Quantization::kAwq: return "awq";
   }
   return "?";
 }
@@ -89,7 +91,15 @@ Status EngineConfig::validate() const {
     return fieldError(kWhere, "tensor_parallel_size", std::to_string(tensor_parallel_size),
                       "at most 8 with backend cuda (GPUs of one host)");
   if (!parseQuantization(toString(quantization)))
-    return fieldError(kWhere, "quantization", std::to_string(static_cast<int>(quantization)), "auto, none, fp8 or int8");
+    return fieldError(kWhere, "quantization", std::to_string(static_cast<int>(quantization)),
+                      "auto, none, fp8, int8, smoothquant or awq");
+  if (calibration_size < 1 || calibration_size > (1 << 20)) return rangeError("calibration_size", calibration_size, 1, 1 << 20);
+  if (!(smoothquant_alpha >= 0.0 && smoothquant_alpha <= 1.0))
+    return fieldError(kWhere, "smoothquant_alpha", strprintf("%g", smoothquant_alpha), "a number in [0, 1]");
+  if ((quantization == Quantization::kSmoothQuant || quantization == Quantization::kAwq) && calibration_file.empty())
+    return fieldError(kWhere, "calibration_file", "\"\"",
+                      std::string("a calibration text for quantization ") + std::string(toString(quantization)) +
+                          " (the bundled model's calibration.txt is the front ends' default)");
   if (!parseOverlapMode(toString(overlap)))
     return fieldError(kWhere, "overlap", std::to_string(static_cast<int>(overlap)), "auto, on or off");
   if (backend == BackendKind::kCpu && (dtype == ComputeDtype::kBFloat16 || dtype == ComputeDtype::kFloat16))

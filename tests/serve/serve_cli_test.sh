@@ -50,8 +50,10 @@ expect "tensor_parallel_degree 4 maps onto tensor_parallel_size" "[[ $rc == 0 ]]
 expect "use_custom_all_reduce maps onto cuda_tuning" "grep -q '^cuda_tuning = custom_all_reduce=off  (OPTION_USE_CUSTOM_ALL_REDUCE' <<<\"\$out\""
 err=$(OPTION_TENSOR_PARALLEL_DEGREE=two "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
 expect "tensor_parallel_degree two refused" "[[ $rc == 2 ]] && grep -q 'OPTION_TENSOR_PARALLEL_DEGREE: option.tensor_parallel_degree: .*a positive integer or max' <<<\"\$err\""
-err=$(OPTION_QUANTIZE=awq "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
-expect "quantize awq refused" "[[ $rc == 2 ]] && grep -q 'quantizes at server start to fp8 only' <<<\"\$err\""
+err=$(OPTION_QUANTIZE=gptq "$bin" serve "$model" --print-config 2>&1 >/dev/null); rc=$?
+expect "quantize gptq refused" "[[ $rc == 2 ]] && grep -q 'expected fp8, smoothquant or awq' <<<\"\$err\""
+out=$(OPTION_QUANTIZE=awq OPTION_AWQ_CALIB_SIZE=8 "$bin" serve "$model" --print-config 2>/dev/null); rc=$?
+expect "quantize awq calibrates at start" "[[ $rc == 0 ]] && grep -q '^quantization = awq  (OPTION_QUANTIZE' <<<\"\$out\" && grep -q '^calibration_size = 8  (OPTION_AWQ_CALIB_SIZE' <<<\"\$out\" && grep -q '^calibration_file = .*calibration.txt' <<<\"\$out\""
 out=$(OPTION_QUANTIZE=fp8 "$bin" serve "$model" --print-config 2>/dev/null); rc=$?
 expect "quantize fp8 maps onto quantization" "[[ $rc == 0 ]] && grep -q 'quantization.*fp8.*OPTION_QUANTIZE' <<<\"\$out\""
 err=$(HF_MODEL_ID=meta-llama/Llama-3-8B "$bin" serve --print-config 2>&1 >/dev/null); rc=$?

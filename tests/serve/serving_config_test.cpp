@@ -40,6 +40,41 @@ TEST(ServingConfig, EnvironmentNames) {
   EXPECT_EQ(s.size(), 4u);
 }
 
+// LMI's quantization at server start: smoothquant with its alpha, awq with its calibration size;
+// per-token / per-channel scaling is always on (false only warns); multi_query_mode is ignored.
+TEST(ServingConfig, MapsSmoothQuantAndAwqOptions) {
+  auto apply = [](const LmiSettings& s, EngineConfig& c, std::vector<std::string>& warnings) {
+    ServeOptions o;
+    Provenance prov;
+    auto r = applyLmi(s, c, o, prov);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    if (r.isOk()) warnings = r->warnings;
+    return prov;
+  };
+  EngineConfig c;
+  std::vector<std::string> warnings;
+  Provenance prov = apply({{"option.quantize", {"SmoothQuant", "OPTION_QUANTIZE"}},
+                          {"option.smoothquant_alpha", {"0.5", "serving.properties:2"}},
+                          {"option.smoothquant_per_token", {"true", "serving.properties:3"}},
+                          {"option.smoothquant_per_channel", {"false", "serving.properties:4"}},
+                          {"option.multi_query_mode", {"true", "serving.properties:5"}}},
+                         c, warnings);
+  EXPECT_EQ(c.quantization, Quantization::kSmoothQuant);
+  EXPECT_DOUBLE_EQ(c.smoothquant_alpha, 0.5);
+  EXPECT_EQ(prov.at("smoothquant_alpha"), "serving.properties:2 (option.smoothquant_alpha)");
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("option.multi_query_mode is ignored"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("smoothquant_per_channel=false is ignored"), std::string::npos) << warnings[1];
+  EngineConfig a;
+  apply({{"option.quantize", {"awq", "OPTION_QUANTIZE"}},
+         {"option.awq_calib_size", {"16", "OPTION_AWQ_CALIB_SIZE"}},
+         {"option.awq_format", {"int4_awq", "f:1"}}},
+        a, warnings);
+  EXPECT_EQ(a.quantization, Quantization::kAwq);
+  EXPECT_EQ(a.calibration_size, 16);
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {
   EngineConfig c;
   ServeOptions o;
@@ -120,10 +155,15 @@ TEST(ServingConfig, ErrorsNameKeyValueAndSource) {
   EXPECT_NE(m.find("a positive integer or max"), std::string::npos) << m;
   m = err({{"option.use_custom_all_reduce", {"maybe", "f:2"}}});
   EXPECT_NE(m.find("true or false"), std::string::npos) << m;
-  m = err({{"option.quantize", {"awq", "OPTION_QUANTIZE"}}});
+  m = err({{"option.quantize", {"gptq", "OPTION_QUANTIZE"}}});
   EXPECT_NE(m.find("OPTION_QUANTIZE"), std::string::npos) << m;
-  EXPECT_NE(m.find("fp8 only"), std::string::npos) << m;
-  EXPECT_NE(m.find("llmrt quantize --method awq|smoothquant|int8|fp8"), std::string::npos) << m;
+  EXPECT_NE(m.find("fp8, smoothquant or awq"), std::string::npos) << m;
+  m = err({{"option.awq_format", {"int8_awq", "f:3"}}});
+  EXPECT_NE(m.find("int4_awq"), std::string::npos) << m;
+  m = err({{"option.awq_calib_size", {"0", "f:4"}}});
+  EXPECT_NE(m.find("a positive integer"), std::string::npos) << m;
+  m = err({{"option.smoothquant_alpha", {"strong", "f:5"}}});
+  EXPECT_NE(m.find("f:5: option.smoothquant_alpha"), std::string::npos) << m;
   m = err({{"option.dtype", {"int3", "f:9"}}});
   EXPECT_NE(m.find("f:9: option.dtype: 'int3'"), std::string::npos) << m;
   m = err({{"option.enable_kv_cache_reuse", {"maybe", "f:2"}}});

@@ -1,5 +1,8 @@
 #include "option_flags.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -69,8 +72,30 @@ Status OptionFlags::apply(const Flag& f, EngineConfig* config, SamplingParams* p
 Status OptionFlags::applyEngine(EngineConfig& config) const {
   for (const auto& f : flags_)
     if (f->engine) LLMRT_RETURN_IF_ERROR(apply(*f, &config, nullptr));
+  // Quantization calibrated at load reads the bundled model's calibration text unless told otherwise.
+  if ((config.quantization == Quantization::kSmoothQuant || config.quantization == Quantization::kAwq) &&
+      config.calibration_file.empty())
+    config.calibration_file = defaultModelDir() + "/calibration.txt";
   return Status::ok();
 }
+
+std::string defaultModelDir() {
+  struct stat st {};
+  auto has = [&](const std::string& dir) { return ::stat((dir + "/config.json").c_str(), &st) == 0; };
+  const std::string local = "models/llmrt-tiny";
+  if (has(local)) return local;
+  // An installed command (cmake --install): <prefix>/bin/llmrt beside <prefix>/share/llmrt/models.
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    std::string dir(exe, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.find_last_of('/'));
+    const std::string installed = dir + "/../share/llmrt/models/llmrt-tiny";
+    if (has(installed)) return installed;
+  }
+  return LLMRT_DEFAULT_MODEL_DIR;  // the source tree this binary was built from
+}
+
 
 Status OptionFlags::applySampling(SamplingParams& params) const {
   for (const auto& f : flags_)

@@ -45,4 +45,10 @@ class OptionFlags {
 // Returns the exit code (2 for usage errors; 0 for --help / --version, printed by CLI11).
 int reportParseError(CLI::App& app, const CLI::ParseError& e, std::string_view program);
 
+// The model used when --model is not given: ./models/llmrt-tiny when it exists, else the
+// installed copy (<prefix>/share/llmrt/models/llmrt-tiny beside <prefix>/bin), else the copy in
+// the source tree this binary was built from. Its calibration.txt is the front ends' default
+// calibration text (OptionFlags::applyEngine, `llmrt quantize`).
+std::string defaultModelDir();
+
 }  // namespace llmrt::cli

@@ -35,21 +35,4 @@ Result<std::vector<TokenId>> parseTokenIds(const std::string& text) {
   return ids;
 }
 
-std::string defaultModelDir() {
-  struct stat st {};
-  auto has = [&](const std::string& dir) { return ::stat((dir + "/config.json").c_str(), &st) == 0; };
-  const std::string local = "models/llmrt-tiny";
-  if (has(local)) return local;
-  // An installed command (cmake --install): <prefix>/bin/llmrt beside <prefix>/share/llmrt/models.
-  char exe[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) {
-    std::string dir(exe, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.find_last_of('/'));
-    const std::string installed = dir + "/../share/llmrt/models/llmrt-tiny";
-    if (has(installed)) return installed;
-  }
-  return LLMRT_DEFAULT_MODEL_DIR;  // the source tree this binary was built from
-}
-
 }  // namespace llmrt::cli

@@ -9,6 +9,7 @@
 
 #include "llmrt/status.h"
 #include "llmrt/tokenizer.h"
+#include "option_flags.h"
 
 namespace llmrt::cli {
 
@@ -38,10 +39,7 @@ Command addPerplexityCommand(CLI::App& app);
 Command addServeCommand(CLI::App& app);
 Command addQuantizeCommand(CLI::App& app);
 
-// The model used when --model is not given: ./models/llmrt-tiny when it exists, else the
-// installed copy (<prefix>/share/llmrt/models/llmrt-tiny beside <prefix>/bin), else the copy in
-// the source tree this binary was built from.
-std::string defaultModelDir();
+// (defaultModelDir(): option_flags.h.)
 
 
 

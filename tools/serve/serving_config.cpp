@@ -231,21 +231,24 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
       if (mapped.empty()) return badValue(key, v, "fp16, bf16, fp32 or auto");
       LLMRT_RETURN_IF_ERROR(setEngine(key, "dtype", mapped, v));
     } else if (key == "option.quantize") {
-      // fp8: FP8 products quantized at server start (EngineConfig::quantization).
+      // fp8: FP8 products quantized at server start; smoothquant / awq: calibrated at the first
+      // start and cached (EngineConfig::quantization and its calibration fields).
       const std::string q = lower(val);
-      if (q == "fp8") {
-        LLMRT_RETURN_IF_ERROR(setEngine(key, "quantization", "fp8", v));
-      } else {
-        return invalidArgument(v.source + ": " + key + "=" + printableText(val, 40) +
-                               ": llmrt quantizes at server start to fp8 only (it does not calibrate awq or "
-                               "smoothquant at start); use fp8, or serve a quantized checkpoint (FP8, INT8 or AWQ GEMM; "
-                               "`llmrt quantize --method awq|smoothquant|int8|fp8` writes one)");
-      }
-    } else if (key.rfind("option.smoothquant", 0) == 0 || key.rfind("option.awq", 0) == 0 ||
-               key == "option.multi_query_mode") {
-      result.warnings.push_back(v.source + ": " + key + " is ignored: it applies to awq / smoothquant quantization "
-                                "at server start, which llmrt does not do (`llmrt quantize --method awq|smoothquant` "
-                                "writes a calibrated checkpoint)");
+      if (q != "fp8" && q != "smoothquant" && q != "awq") return badValue(key, v, "fp8, smoothquant or awq");
+      LLMRT_RETURN_IF_ERROR(setEngine(key, "quantization", q, v));
+    } else if (key == "option.smoothquant_alpha") {
+      LLMRT_RETURN_IF_ERROR(setEngine(key, "smoothquant_alpha", val, v));
+    } else if (key == "option.awq_calib_size") {
+      LLMRT_RETURN_IF_ERROR(setCount(key, "calibration_size", v));
+    } else if (key == "option.awq_format") {
+      if (lower(val) != "int4_awq") return badValue(key, v, "int4_awq (AutoAWQ's 4-bit GEMM weights)");
+    } else if (key == "option.smoothquant_per_token" || key == "option.smoothquant_per_channel") {
+      LLMRT_ASSIGN_OR_RETURN(const bool on, boolOf(key, v));
+      if (!on)
+        result.warnings.push_back(v.source + ": " + key + "=false is ignored: llmrt's INT8 products always scale " +
+                                  "activations per token and weights per channel");
+    } else if (key == "option.multi_query_mode") {
+      result.warnings.push_back(v.source + ": " + key + " is ignored: llmrt reads the attention heads from config.json");
     } else if (key == "job_queue_size" || key == "option.job_queue_size") {
       auto n = parseInt(val);
       if (!n || *n < 1 || *n > INT32_MAX) return badValue(key, v, "an integer in [1, 2^31)");
@@ -261,6 +264,7 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
                                         "option.enable_trt_overlap", "option.enable_kv_cache_reuse",
                                         "option.enable_chunked_context", "option.max_num_tokens",
                                         "option.multi_block_mode", "option.dtype", "option.quantize", "option.use_custom_all_reduce",
+                                        "option.smoothquant_alpha", "option.awq_calib_size", "option.awq_format",
                                         "option.max_model_len", "job_queue_size"};
       result.warnings.push_back(v.source + ": unknown key " + printableText(key, 80) + " is ignored" +
                                 didYouMean(key, known));
