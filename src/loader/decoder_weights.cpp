@@ -531,6 +531,7 @@ Result<TensorView> DecoderWeightReader::dequantizeScaled(const std::string& name
   }
   const int64_t br = config_.fp8_block_rows, bc = config_.fp8_block_cols;
   const int64_t scale_cols = br > 0 ? (cols + bc - 1) / bc : 0;
+  std::vector<float> row_scales;
   for (int64_t i = 0; i < rows; ++i) {
     float* row = out + i * cols;
     if (br > 0) {
@@ -539,9 +540,26 @@ Result<TensorView> DecoderWeightReader::dequantizeScaled(const std::string& name
     } else {
       const float f = scale.size() == 1 ? scale[0] : scale[static_cast<size_t>(i)];
       for (int64_t j = 0; j < cols; ++j) row[j] *= f;
+      row_scales.push_back(f);
     }
   }
-  return hold(std::move(bytes), DType::kF32, w.shape);
+  LLMRT_ASSIGN_OR_RETURN(TensorView held, hold(std::move(bytes), DType::kF32, w.shape));
+  if (br == 0) scaled_.push_back({static_cast<const char*>(held.data), rows, cols, std::move(row_scales)});
+  return held;
+}
+
+std::vector<float> DecoderWeightReader::rowScales(const TensorView& part) const {
+  if (part.dtype != DType::kF32 || part.shape.rank() != 2 || !part.isContiguous()) return {};
+  const auto* p = static_cast<const char*>(part.data);
+  for (const ScaledRows& m : scaled_) {
+    const int64_t row_bytes = m.cols * static_cast<int64_t>(sizeof(float));
+    if (part.shape[1] != m.cols || p < m.begin || p >= m.begin + m.rows * row_bytes) continue;
+    const int64_t offset = p - m.begin;
+    if (offset % row_bytes != 0 || offset / row_bytes + part.shape[0] > m.rows) return {};
+    const auto first = m.scales.begin() + offset / row_bytes;
+    return std::vector<float>(first, first + part.shape[0]);
+  }
+  return {};
 }
 
 Result<TensorView> DecoderWeightReader::hold(std::vector<char> bytes, DType dtype, Shape shape) {
@@ -596,6 +614,7 @@ Result<TensorView> DecoderWeightReader::transpose(const TensorView& t) {
 
 Result<std::vector<TensorView>> DecoderWeightReader::parts(DecoderWeight w, int64_t layer) {
   held_.clear();
+  scaled_.clear();
   const ModelConfig& c = config_;
   const bool transposed = archEntry(c.arch).names.transposed;
   if (w == W::kQkv || w == W::kQkvBias) return qkvParts(layer, w == W::kQkvBias);

@@ -102,6 +102,13 @@ class DecoderWeightReader {
   enum class AwqComponent : uint8_t { kDequantized, kCodes, kScales, kZeros };
   void setAwqComponent(AwqComponent c) { awq_component_ = c; }
 
+  // For a part of the last parts() made of whole rows of a matrix the checkpoint stores as 8-bit
+  // codes with one scale per tensor or per output row (FP8 and INT8 checkpoints; not block
+  // scales): each row's scale (part.shape[0] values; a per-tensor scale repeated), so its codes
+  // can be recovered exactly (float(code) * scale / scale rounds back to the code). Empty for
+  // anything else, rearranged copies included.
+  std::vector<float> rowScales(const TensorView& part) const;
+
  private:
   Result<TensorView> fetch(const std::string& name, const Shape& checkpoint_shape);
   Result<TensorView> hold(std::vector<char> bytes, DType dtype, Shape shape);
@@ -116,6 +123,12 @@ class DecoderWeightReader {
   const ModelConfig& config_;
   WeightSource source_;
   std::deque<std::vector<char>> held_;  // copies of the current call
+  struct ScaledRows {  // a dequantized matrix of held_ and its per-row scales (rowScales)
+    const char* begin;
+    int64_t rows, cols;
+    std::vector<float> scales;
+  };
+  std::vector<ScaledRows> scaled_;  // (cleared with held_)
   AwqComponent awq_component_ = AwqComponent::kDequantized;
   std::unique_ptr<ThreadPool> pool_;    // transposes (Conv1D checkpoints), made at the first
 };

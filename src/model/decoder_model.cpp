@@ -18,6 +18,28 @@
 namespace llmrt {
 namespace {
 
+// The codes of rows dequantized as float(code) * scale (float32), given each row's scale: v / scale
+// is within a few units of float32 rounding of the code, so rounding recovers it exactly (int8:
+// to the nearest integer, -128..127; F8_E4M3: to the nearest float8). A zero scale gives zeros.
+void recodeRows(const TensorView& rows, const std::vector<float>& row_scales, DType code_type, uint8_t* codes,
+                float* scales) {
+  const int64_t n = rows.shape[0], cols = rows.shape[1];
+  const auto* v = static_cast<const float*>(rows.data);
+  std::vector<float> q(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = row_scales[static_cast<size_t>(i)];
+    scales[i] = s;
+    for (int64_t j = 0; j < cols; ++j) q[static_cast<size_t>(j)] = s != 0.0f ? v[i * cols + j] / s : 0.0f;
+    uint8_t* out = codes + i * cols;
+    if (code_type == DType::kI8) {
+      for (int64_t j = 0; j < cols; ++j)
+        out[j] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(std::nearbyint(q[static_cast<size_t>(j)]), -128.0f, 127.0f)));
+    } else {
+      convertFromF32(q.data(), out, DType::kF8E4M3, q.size());
+    }
+  }
+}
+
 // Columns [begin, begin + n) of a row-major 2-D view, as a strided view.
 TensorView columns(const TensorView& t, int64_t begin, int64_t n) {
   TensorView v = t;
@@ -167,6 +189,10 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
                                                         TensorView(z.data(), DType::kU8, group_shape), group, name));
     return Status::ok();
   };
+  // The code type of an FP8 or INT8 checkpoint's matrices (F32: none).
+  const DType checkpoint_codes = c.weight_quantization == "int8"  ? DType::kI8
+                                 : c.weight_quantization == "fp8" ? DType::kF8E4M3
+                                                                  : DType::kF32;
   // Each weight of the description, as the reader lays it out, handed to the backend.
   auto load = [&](DecoderWeight w, int64_t layer, TensorView& out) -> Status {
     if (!decoderWeightPresent(w, c, layer)) return Status::ok();
@@ -196,7 +222,12 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
     int64_t row = 0;
     for (const TensorView& p : parts) {
       if (!p.isContiguous()) return internalError("8-bit products: a part of " + name + " is not contiguous");
-      if (options.product_codes == DType::kI8)
+      // A checkpoint's own codes of this type, with one scale per tensor or row, are kept as they
+      // are (its scales too); anything else is quantized per row by the type's rule.
+      const std::vector<float> kept = options.product_codes == checkpoint_codes ? reader.rowScales(p) : std::vector<float>{};
+      if (!kept.empty())
+        recodeRows(p, kept, options.product_codes, codes.data() + row * shape[1], scales.data() + row);
+      else if (options.product_codes == DType::kI8)
         quantizeInt8Rows(p, reinterpret_cast<int8_t*>(codes.data()) + row * shape[1], scales.data() + row,
                          quantize_pool.get());
       else

@@ -29,7 +29,9 @@ struct StepLayout {
 struct DecoderModelOptions {
   // The layers' dense product matrices (q/k/v, o, the MLP's, the shared expert's) as 8-bit
   // weights (Backend::loadQuantizedWeight) of this code dtype: F8_E4M3 (core/fp8.h's rule) or I8
-  // (core/int8.h's), each row quantized at load. F32 (the default): no quantized products.
+  // (core/int8.h's), each row quantized at load — except a checkpoint's own codes of this type with
+  // per-tensor or per-row scales (DecoderWeightReader::rowScales), kept with their scales. F32 (the
+  // default): no quantized products.
   DType product_codes = DType::kF32;
   // An AWQ checkpoint's product matrices handed to the backend as its 4-bit codes, scales and zero
   // points (Backend::loadInt4Weight: W4A16 where the backend has 4-bit products) instead of

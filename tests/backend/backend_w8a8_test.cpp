@@ -25,9 +25,19 @@ class BackendW8a8 : public BackendOps {
     std::vector<uint8_t>& c = codes_.emplace_back(static_cast<size_t>(n * k));
     std::vector<float>& scales = scales_.emplace_back(static_cast<size_t>(n));
     const TensorView wv(w.data(), DType::kF32, Shape{n, k});
-    if (codes == DType::kI8)
+    if (codes == DType::kI8 && compressor_codes_) {
+      // llm-compressor's symmetric int8: scale amax / 127.5, codes -128..127 (checkpoints keep them).
+      for (int64_t i = 0; i < n; ++i) {
+        float amax = 0.0f;
+        for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[static_cast<size_t>(i * k + j)]));
+        scales[static_cast<size_t>(i)] = amax / 127.5f;
+        for (int64_t j = 0; j < k; ++j)
+          c[static_cast<size_t>(i * k + j)] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(
+              std::nearbyint(w[static_cast<size_t>(i * k + j)] / scales[static_cast<size_t>(i)]), -128.0f, 127.0f)));
+      }
+    } else if (codes == DType::kI8) {
       quantizeInt8Rows(wv, reinterpret_cast<int8_t*>(c.data()), scales.data());
-    else
+    } else
       quantizeFp8Rows(wv, c.data(), scales.data());
     const TensorView cv(c.data(), codes, Shape{n, k}), sv(scales.data(), DType::kF32, Shape{n});
     auto cw = cpu_->loadQuantizedWeight(cv, sv, "w"), gw = gpu_->loadQuantizedWeight(cv, sv, "w");
@@ -52,6 +62,7 @@ class BackendW8a8 : public BackendOps {
   }
   void linearAndLinearAdd(DType codes);
   void zeroSpikyAndTiedRows(DType codes);
+  bool compressor_codes_ = false;  // int8 weights as llm-compressor writes them (codes down to -128)
   std::deque<std::vector<uint8_t>> codes_;
   std::deque<std::vector<float>> scales_;
 };
@@ -114,6 +125,10 @@ void BackendW8a8::zeroSpikyAndTiedRows(DType codes) {
 
 TEST_P(BackendW8a8, Fp8LinearAndLinearAddMatchTheCpuReference) { linearAndLinearAdd(DType::kF8E4M3); }
 TEST_P(BackendW8a8, Int8LinearAndLinearAddEqualTheCpuReference) { linearAndLinearAdd(DType::kI8); }
+TEST_P(BackendW8a8, Int8CheckpointCodesDownToMinus128EqualTheCpuReference) {
+  compressor_codes_ = true;  // (INT8 checkpoints' own codes reach the products as they are)
+  linearAndLinearAdd(DType::kI8);
+}
 TEST_P(BackendW8a8, Fp8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kF8E4M3); }
 TEST_P(BackendW8a8, Int8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kI8); }
 

@@ -12,14 +12,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../loader/loader_test_util.h"
 #include "llmrt/llm.h"
+#include "backend/cpu/cpu_backend.h"
 #include "loader/decoder_weights.h"
 #include "loader/model_directory.h"
+#include "model/decoder_model.h"
 
 namespace llmrt {
 namespace {
@@ -48,9 +51,9 @@ Fp8Weight makeWeight(const Shape& shape, Layout layout, std::mt19937& rng) {
   Fp8Weight w;
   w.codes.resize(v.size());
   std::vector<float> code(v.size());
-  if (layout == Layout::kInt8Channel) {  // symmetric int8 codes in [-127, 127]
+  if (layout == Layout::kInt8Channel) {  // symmetric int8 codes in [-128, 127] (llm-compressor's reach -128)
     for (size_t i = 0; i < v.size(); ++i) {
-      const auto c = static_cast<int8_t>(std::clamp(std::lround(v[i] * 40.0f), -127L, 127L));
+      const auto c = static_cast<int8_t>(std::clamp(std::lround(v[i] * 40.0f), -128L, 127L));
       w.codes[i] = static_cast<char>(c);
       code[i] = static_cast<float>(c);
     }
@@ -164,18 +167,21 @@ TEST_P(Fp8Checkpoint, LogitsEqualTheDequantizedFloat32Checkpoint) {
   EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
 }
 
-// Without the flag an FP8 checkpoint runs FP8 products (W8A8): its weights requantized per row
-// from the dequantized values, so exactly what `quantization fp8` makes of the dequantized
-// float32 checkpoint; and not the 32-bit products (the activations are quantized too).
-TEST_P(Fp8Checkpoint, RunsFp8ProductsAsTheFlagDoesOnTheDequantizedCheckpoint) {
+// Without the flag an FP8 checkpoint runs FP8 products (W8A8), not the 32-bit products (the
+// activations are quantized too). Block scales are re-expressed per row: the weights requantized
+// per row from the dequantized values, exactly what `quantization fp8` makes of the dequantized
+// float32 checkpoint. Per-tensor and per-channel ones keep the checkpoint's codes (below).
+TEST_P(Fp8Checkpoint, RunsFp8Products) {
   TempDir tmp;
   const std::string fp8 = tmp.subdir("fp8"), f32 = tmp.subdir("f32");
   writePair(GetParam(), fp8, f32);
   const RequestOutput a = run(fp8), b = run(f32, Quantization::kFp8), plain = run(f32);
   ASSERT_TRUE(a.status.isOk() && b.status.isOk() && plain.status.isOk());
   ASSERT_FALSE(a.context_logits.empty());
-  EXPECT_EQ(a.context_logits, b.context_logits);
-  EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
+  if (GetParam() == Layout::kBlock) {
+    EXPECT_EQ(a.context_logits, b.context_logits);
+    EXPECT_EQ(a.outputs[0].generation_logits, b.outputs[0].generation_logits);
+  }
   float max_ref = 0.0f, max_diff = 0.0f;
   for (size_t i = 0; i < a.context_logits.size(); ++i) {
     max_ref = std::max(max_ref, std::fabs(plain.context_logits[i]));
@@ -185,6 +191,63 @@ TEST_P(Fp8Checkpoint, RunsFp8ProductsAsTheFlagDoesOnTheDequantizedCheckpoint) {
   EXPECT_LT(max_diff, 0.1f * max_ref) << "FP8 products stray far from the 32-bit ones";
 }
 
+// A CPU backend that keeps what loadQuantizedWeight was given, by weight name.
+class RecordingBackend final : public CpuBackend {
+ public:
+  RecordingBackend() : CpuBackend(1) {}
+  struct Seen {
+    std::string codes;
+    std::vector<float> scales;
+  };
+  std::map<std::string, Seen> seen;
+  Result<TensorView> loadQuantizedWeight(const TensorView& codes, const TensorView& scales,
+                                         const std::string& name) override {
+    const auto* s = static_cast<const float*>(scales.data);
+    seen[name] = {std::string(static_cast<const char*>(codes.data), static_cast<size_t>(codes.numel())),
+                  std::vector<float>(s, s + scales.numel())};
+    return CpuBackend::loadQuantizedWeight(codes, scales, name);
+  }
+};
+
+// Per-tensor and per-channel FP8 checkpoints and INT8 ones (codes down to -128, rows whose largest
+// code is below the type's maximum: requantizing would change them) hand the backend their own
+// codes and scales, bit for bit, the fused q/k/v rows included (as vLLM runs them).
+TEST(QuantizedCheckpoint, ProductsKeepTheCheckpointsCodesAndScales) {
+  for (const Layout layout : {Layout::kChannel, Layout::kTensor, Layout::kInt8Channel}) {
+    TempDir tmp;
+    const std::string q = tmp.subdir("q"), f32 = tmp.subdir("f32");
+    writePair(layout, q, f32);
+    auto m = ModelDirectory::open(q);
+    ASSERT_TRUE(m.isOk()) << m.status().toString();
+    RecordingBackend backend;
+    DecoderModelOptions o;
+    o.product_codes = layout == Layout::kInt8Channel ? DType::kI8 : DType::kF8E4M3;
+    const WeightStore& store = m->weights;
+    auto model = DecoderModel::load(m->config, [&](const std::string& n) { return store.tensor(n); }, backend, o);
+    ASSERT_TRUE(model.isOk()) << model.status().toString();
+    auto expect = [&](const std::string& seen_name, const std::vector<std::string>& tensors) {
+      std::string codes;
+      std::vector<float> scales;
+      for (const std::string& t : tensors) {
+        auto w = store.tensor(t);
+        auto sc = store.tensor(t + "_scale");
+        ASSERT_TRUE(w.isOk() && sc.isOk()) << t;
+        codes.append(static_cast<const char*>(w->data), static_cast<size_t>(w->numel()));
+        std::vector<float> s(static_cast<size_t>(sc->numel()));
+        convertToF32(sc->data, sc->dtype, s.data(), s.size());
+        if (s.size() == 1) s.assign(static_cast<size_t>(w->shape[0]), s[0]);
+        scales.insert(scales.end(), s.begin(), s.end());
+      }
+      ASSERT_TRUE(backend.seen.count(seen_name)) << seen_name;
+      EXPECT_TRUE(backend.seen[seen_name].codes == codes) << seen_name;
+      EXPECT_EQ(backend.seen[seen_name].scales, scales) << seen_name;
+    };
+    const std::string p = "model.layers.0.";
+    expect("layers.0.o", {p + "self_attn.o_proj.weight"});
+    expect("layers.0.qkv", {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"});
+    expect("layers.1.down", {"model.layers.1.mlp.down_proj.weight"});
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBlock, Layout::kChannel, Layout::kTensor),
                          [](const auto& info) {
@@ -195,9 +258,8 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBloc
 
 // compressed-tensors int-quantized (W8A8 INT8: symmetric int8 weights, one scale per output
 // channel; as llm-compressor's SmoothQuant recipes and `llmrt quantize --method int8|smoothquant`
-// write them): read exactly, float(code) * scale. Without a flag they run INT8 products, exactly
-// what `quantization int8` makes of the dequantized float32 checkpoint (its codes back, per row);
-// with `quantization none`, the dequantized weights in 32-bit products.
+// write them): read exactly, float(code) * scale. Without a flag they run INT8 products on the
+// checkpoint's codes and scales; with `quantization none`, the dequantized weights in 32-bit products.
 TEST(Int8Checkpoint, RunsInt8ProductsOrTheDequantizedFloat32Weights) {
   TempDir tmp;
   const std::string int8 = tmp.subdir("int8"), f32 = tmp.subdir("f32");
@@ -206,11 +268,13 @@ TEST(Int8Checkpoint, RunsInt8ProductsOrTheDequantizedFloat32Weights) {
   ASSERT_TRUE(m.isOk()) << m.status().toString();
   EXPECT_EQ(m->config.weight_quantization, "int8");
   EXPECT_TRUE(m->unused_tensors.empty()) << m->unused_tensors.front();  // every scale is read
+  // INT8 products on the checkpoint's own codes and scales (ProductsKeepTheCheckpointsCodesAndScales),
+  // so not what requantizing the dequantized float32 weights per row gives (rows here reach
+  // -128, or stop short of 127).
   const RequestOutput a = run(int8), b = run(f32, Quantization::kInt8);
   ASSERT_TRUE(a.status.isOk() && b.status.isOk());
   ASSERT_FALSE(a.context_logits.empty());
-  EXPECT_EQ(a.context_logits, b.context_logits);
-  EXPECT_EQ(a.outputs[0].token_ids, b.outputs[0].token_ids);
+  EXPECT_NE(a.context_logits, b.context_logits);
   const RequestOutput c = run(int8, Quantization::kNone), d = run(f32);
   ASSERT_TRUE(c.status.isOk() && d.status.isOk());
   EXPECT_EQ(c.context_logits, d.context_logits);

@@ -14,7 +14,7 @@
 
 namespace llmrt {
 
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {  // (not final: tests record what their subclasses are given)
  public:
   explicit CpuBackend(int num_threads = 0);
   ~CpuBackend() override;
