@@ -73,6 +73,10 @@ TEST(ServingConfig, MapsSmoothQuantAndAwqOptions) {
   EXPECT_EQ(a.quantization, Quantization::kAwq);
   EXPECT_EQ(a.calibration_size, 16);
   EXPECT_TRUE(warnings.empty());
+  EngineConfig d;  // LMI's awq_calib_size default: 32 samples
+  prov = apply({{"option.quantize", {"AWQ", "OPTION_QUANTIZE"}}}, d, warnings);
+  EXPECT_EQ(d.calibration_size, 32);
+  EXPECT_EQ(prov.at("calibration_size"), "LMI default (option.awq_calib_size)");
 }
 
 TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {

@@ -137,6 +137,9 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
   for (const auto& [key, value] : lmiDefaults())
     if (!s.count(key)) s[key] = LmiValue{value, "LMI default"};
   if (s.count("option.max_num_sequences")) s.erase("option.max_rolling_batch_size");
+  // AWQ at server start calibrates on 32 samples unless told otherwise (LMI's awq_calib_size).
+  if (auto q = s.find("option.quantize"); q != s.end() && lower(q->second.value) == "awq" && !s.count("option.awq_calib_size"))
+    s["option.awq_calib_size"] = LmiValue{"32", "LMI default"};
 
   auto setEngine = [&](const std::string& lmi_key, const std::string& engine_key, const std::string& value,
                        const LmiValue& from) -> Status {
