@@ -127,8 +127,8 @@ struct EngineConfig {
   // quantization smoothquant / awq: the calibration text (UTF-8; required: front ends default it
   // to the bundled model's calibration.txt), cut into calibration_size samples of up to 512
   // tokens; the migration strength in [0, 1] (LMI's smoothquant_alpha); where calibrated
-  // checkpoints are kept ("" = <the system's temporary directory>/llmrt-quantized), each under
-  // a key of the source checkpoint's content and these settings (runtime/quantize_at_load.h).
+  // checkpoints are kept ("" = <the system's temporary directory>/llmrt-quantized-<uid>), each
+  // under a key of the source checkpoint's content and these settings (runtime/quantize_at_load.h).
   std::string calibration_file;
   int64_t calibration_size = 64;
   double smoothquant_alpha = 0.8;

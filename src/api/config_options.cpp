@@ -189,7 +189,7 @@ const Entry<E> kEngine[] = {
       "quantization smoothquant: migration strength in [0, 1]"},
      LLMRT_FIELD(E, smoothquant_alpha)},
     {{"quantization_cache_dir", "--quantization-cache-dir", "", OptionKind::kString, "DIR",
-      "Where calibrated checkpoints are kept (default: <temporary directory>/llmrt-quantized)"},
+      "Where calibrated checkpoints are kept (default: <temporary directory>/llmrt-quantized-<uid>)"},
      LLMRT_FIELD(E, quantization_cache_dir)},
     {{"max_batch_size", "--max-batch-size", "", OptionKind::kInt, "N", "Sequences in flight at once"},
      LLMRT_FIELD(E, max_batch_size)},

@@ -200,15 +200,36 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
     LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
     const std::string name = decoderWeightName(w, layer);
     bool borrowable = reader.lastPartsBorrowable();
+    // The checkpoint's row scales of the rank's shard (below), when every part has them.
+    std::optional<std::vector<float>> shard_scales;
     if (plan) {
       const WeightShard shard = weightShard(*plan, c, w, comm_->rank());
       if (shard.axis != ShardAxis::kReplicated) {
-        // Tensor parallelism: the rank's rows or columns, gathered into one float32 part.
+        // Tensor parallelism: the rank's rows or columns, gathered into one float32 part; a
+        // checkpoint's row scales follow its rows (a column shard keeps every row's).
+        std::vector<float> all_scales;
+        for (const TensorView& p : parts) {
+          const std::vector<float> s = reader.rowScales(p);
+          if (s.empty()) {
+            all_scales.clear();
+            break;
+          }
+          all_scales.insert(all_scales.end(), s.begin(), s.end());
+        }
         LLMRT_ASSIGN_OR_RETURN(const Shape shape, fusedWeightShape(parts, name));
         Shape part_shape;
         shard_buf = shardRows(parts, shape, shard, &part_shape);
         parts = {TensorView(shard_buf.data(), DType::kF32, part_shape)};
         borrowable = false;
+        if (!all_scales.empty() && shard.axis == ShardAxis::kRows) {
+          shard_scales.emplace();
+          for (const IndexRange& r : shard.ranges)
+            shard_scales->insert(shard_scales->end(), all_scales.begin() + r.begin, all_scales.begin() + r.end);
+        } else if (!all_scales.empty()) {
+          shard_scales = std::move(all_scales);
+        } else {
+          shard_scales = std::vector<float>{};  // (requantized)
+        }
       }
     }
     if (!coded(w)) {
@@ -224,7 +245,9 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
       if (!p.isContiguous()) return internalError("8-bit products: a part of " + name + " is not contiguous");
       // A checkpoint's own codes of this type, with one scale per tensor or row, are kept as they
       // are (its scales too); anything else is quantized per row by the type's rule.
-      const std::vector<float> kept = options.product_codes == checkpoint_codes ? reader.rowScales(p) : std::vector<float>{};
+      const std::vector<float> kept = options.product_codes != checkpoint_codes ? std::vector<float>{}
+                                      : shard_scales                          ? *shard_scales
+                                                                              : reader.rowScales(p);
       if (!kept.empty())
         recodeRows(p, kept, options.product_codes, codes.data() + row * shape[1], scales.data() + row);
       else if (options.product_codes == DType::kI8)

@@ -326,19 +326,23 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     LLMRT_RETURN_IF_ERROR(m->setAttentionWindows(windows.per_layer));
     return m;
   };
-  std::vector<Status> loaded(peers.size());
+  // (An exception of a rank's load, e.g. std::bad_alloc, becomes its status: none leaves a thread.)
+  auto loadInto = [&](Backend& backend, Communicator* comm, std::unique_ptr<DecoderModel>& model) -> Status {
+    try {
+      LLMRT_ASSIGN_OR_RETURN(model, loadRank(backend, comm));
+      return Status::ok();
+    } catch (const std::exception& x) {
+      return internalError(std::string("loading the weights: ") + x.what());
+    }
+  };
+  std::vector<Status> loaded(peers.size() + 1);
   std::vector<std::thread> loaders;
+  loaders.reserve(peers.size());
   for (size_t i = 0; i < peers.size(); ++i)
-    loaders.emplace_back([&, i] {
-      auto m = loadRank(*peers[i].backend, comms[i + 1].get());
-      if (m.isOk()) peers[i].model = std::move(*m);
-      loaded[i] = m.status();
-    });
-  auto model0 = loadRank(*e->backend_, model_options.comm);
+    loaders.emplace_back([&, i] { loaded[i + 1] = loadInto(*peers[i].backend, comms[i + 1].get(), peers[i].model); });
+  loaded[0] = loadInto(*e->backend_, model_options.comm, e->model_);
   for (std::thread& t : loaders) t.join();
-  LLMRT_RETURN_IF_ERROR(model0.status());
   for (const Status& st : loaded) LLMRT_RETURN_IF_ERROR(st);
-  e->model_ = std::move(*model0);
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());
   // The ranks' backends, rank 0 (the engine's) first, for the per-rank memory lines.
   std::vector<const Backend*> rank_backends{e->backend_.get()};

@@ -1,10 +1,13 @@
 #include "runtime/quantize_at_load.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -18,24 +21,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class Fnv1a {
+// A 64-bit hash of a byte stream, 8 bytes at a time (FNV-1a's multiply on words, then a final
+// avalanche): not cryptographic; fast enough to read a whole checkpoint (a few GB/s).
+class Hash64 {
  public:
   void add(const void* data, size_t n) {
     const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < n; ++i) h_ = (h_ ^ p[i]) * 0x100000001b3ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      mix(w);
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, p + i, n - i);
+    mix(tail ^ (static_cast<uint64_t>(n - i) << 56));
   }
-  void add(const std::string& s) {
-    add(s.data(), s.size());
-    add("\0", 1);  // (so that "ab" + "c" and "a" + "bc" differ)
+  void add(const std::string& s) { add(s.data(), s.size() + 1); }  // (with its terminator)
+  void add(uint64_t v) { mix(v); }
+  uint64_t value() const {
+    uint64_t x = h_;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
   }
-  void add(uint64_t v) { add(&v, sizeof(v)); }
-  uint64_t value() const { return h_; }
 
  private:
+  void mix(uint64_t w) { h_ = ((h_ ^ w) * 0x100000001b3ull) ^ (h_ >> 29); }
   uint64_t h_ = 0xcbf29ce484222325ull;
 };
 
-Status addFile(Fnv1a& h, const std::string& path) {
+Status addFile(Hash64& h, const std::string& path) {
   LLMRT_ASSIGN_OR_RETURN(MappedFile f, MappedFile::open(path));
   h.add(static_cast<uint64_t>(f.size()));
   if (f.size() > 0) h.add(f.data(), f.size());
@@ -60,15 +77,15 @@ std::string cacheRoot(const EngineConfig& c) {
   if (!c.quantization_cache_dir.empty()) return c.quantization_cache_dir;
   std::error_code ec;
   const fs::path tmp = fs::temp_directory_path(ec);
-  return ((ec ? fs::path("/tmp") : tmp) / "llmrt-quantized").string();
+  return ((ec ? fs::path("/tmp") : tmp) / ("llmrt-quantized-" + std::to_string(::geteuid()))).string();
 }
 
 }  // namespace
 
 Result<std::string> calibratedCheckpointKey(const EngineConfig& c, const ModelDirectory& source) {
   const QuantizeOptions o = quantizeOptions(c, "");
-  Fnv1a h;
-  h.add(std::string("llmrt quantize at load, v1"));
+  Hash64 h;
+  h.add(std::string("llmrt quantize at load, v2"));
   h.add(o.method);
   h.add(static_cast<uint64_t>(o.calib_size));
   h.add(static_cast<uint64_t>(o.calib_seq_len));
@@ -77,23 +94,17 @@ Result<std::string> calibratedCheckpointKey(const EngineConfig& c, const ModelDi
   std::snprintf(alpha, sizeof(alpha), "%.17g", o.method == "smoothquant" ? o.alpha : 0.0);
   h.add(std::string(alpha));
   LLMRT_RETURN_IF_ERROR(addFile(h, o.calib_file));
-  LLMRT_RETURN_IF_ERROR(addFile(h, (fs::path(source.dir) / "config.json").string()));
-  constexpr uint64_t kSamples = 64, kSample = 4096;
-  for (const SafetensorsFile& f : source.weights.files()) {
-    h.add(fs::path(f.path()).filename().string());
-    const uint8_t* data = f.mappedData();
-    const uint64_t size = f.header().data_offset + f.header().data_bytes;
-    h.add(size);
-    h.add(data, static_cast<size_t>(f.header().data_offset));  // the header: names, dtypes, shapes, offsets
-    const uint64_t body = size - f.header().data_offset;
-    if (body <= kSamples * kSample) {
-      h.add(data + f.header().data_offset, static_cast<size_t>(body));
-      continue;
-    }
-    for (uint64_t i = 0; i < kSamples; ++i) {
-      const uint64_t at = f.header().data_offset + (body - kSample) * i / (kSamples - 1);
-      h.add(data + at, kSample);
-    }
+  // Every file of the model directory, whole: weights, config, tokenizer, chat template and
+  // generation defaults (the cached checkpoint carries copies of the others).
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(source.dir, ec))
+    if (e.is_regular_file(ec)) files.push_back(e.path());
+  if (ec) return internalError("quantization at load: cannot list " + source.dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    h.add(f.filename().string());
+    LLMRT_RETURN_IF_ERROR(addFile(h, f.string()));
   }
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h.value()));
@@ -113,15 +124,24 @@ Result<CalibratedCheckpoint> calibratedCheckpointFor(const EngineConfig& c, cons
   CalibratedCheckpoint out;
   out.dir = dir.string();
   std::error_code ec;
-  if (fs::exists(dir / ".complete", ec)) return out;
   fs::create_directories(root, ec);
   if (ec)
     return internalError("quantization cache " + root.string() + ": cannot create it (" + ec.message() +
                          "); set quantization_cache_dir (--quantization-cache-dir) to a writable directory");
-  // Written under a name of this process, renamed into place once complete: a start that dies
-  // meanwhile leaves no half checkpoint under the key (and a stale temporary name is removed).
-  const fs::path tmp = root / (methodName(c.quantization) + "-" + key + ".tmp-" + std::to_string(::getpid()));
-  fs::remove_all(tmp, ec);
+  // Only a directory of this user's: another could plant a checkpoint under a key anyone can compute.
+  struct stat st {};
+  if (::stat(root.c_str(), &st) != 0 || st.st_uid != ::geteuid())
+    return failedPrecondition("quantization cache " + root.string() +
+                              ": not owned by this user; set quantization_cache_dir (--quantization-cache-dir) to a "
+                              "directory of yours");
+  if (c.quantization_cache_dir.empty()) fs::permissions(root, fs::perms::owner_all, ec);  // (the default, in /tmp)
+  if (fs::exists(dir / ".complete", ec)) return out;
+  // Written under a name of this call, renamed into place once complete: a start that dies
+  // meanwhile leaves no half checkpoint under the key (its temporary directory stays; any
+  // <method>-<key>.tmp-* may be deleted when no llmrt runs).
+  static std::atomic<uint64_t> calls{0};
+  const fs::path tmp = root / (methodName(c.quantization) + "-" + key + ".tmp-" + std::to_string(::getpid()) + "-" +
+                               std::to_string(calls.fetch_add(1)));
   LLMRT_LOG_INFO("[Quantization] %s: calibrating %s on %s (%lld samples); the result is kept in %s",
                  methodName(c.quantization).c_str(), c.model.c_str(), c.calibration_file.c_str(),
                  static_cast<long long>(c.calibration_size), dir.string().c_str());
@@ -131,13 +151,23 @@ Result<CalibratedCheckpoint> calibratedCheckpointFor(const EngineConfig& c, cons
     fs::remove_all(tmp, ec);
     return report.status();
   }
-  std::ofstream(tmp / ".complete") << "llmrt " << methodName(c.quantization) << " of " << c.model << "\n";
-  fs::rename(tmp, dir, ec);
-  if (ec && !fs::exists(dir / ".complete")) {  // (another process may have finished the same key first)
-    fs::remove_all(tmp, ec);
-    return internalError("quantization cache: cannot move " + tmp.string() + " to " + dir.string());
+  {
+    std::ofstream done(tmp / ".complete");
+    done << "llmrt " << methodName(c.quantization) << " of " << c.model << "\n";
+    done.close();
+    if (!done) {
+      fs::remove_all(tmp, ec);
+      return internalError("quantization cache: cannot write " + (tmp / ".complete").string());
+    }
   }
-  fs::remove_all(tmp, ec);
+  std::error_code moved;
+  fs::rename(tmp, dir, moved);
+  if (moved && !fs::exists(dir / ".complete", ec)) {  // (another call may have finished the same key first)
+    fs::remove_all(tmp, ec);
+    return internalError("quantization cache: cannot move " + tmp.string() + " to " + dir.string() + " (" +
+                         moved.message() + ")");
+  }
+  fs::remove_all(tmp, ec);  // (left when another call's checkpoint took the key first)
   out.made = true;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

@@ -18,19 +18,20 @@ struct CalibratedCheckpoint {
   double seconds = 0;  // calibration and writing, when made
 };
 
-// The cache key: 16 hex digits of a 64-bit FNV-1a hash over the method and its settings, the
-// calibration text, config.json and, for each weight file, its name, size, safetensors header
-// and 64 evenly spaced 4 KiB samples of its data (the whole file when smaller than 256 KiB):
-// a changed tensor shape, dtype, name or file changes the key, and so does, with near certainty,
-// retraining (every sample of the data changes); the cost is reading about 256 KiB per file.
+// The cache key: 16 hex digits of a 64-bit hash over the method and its settings, the calibration
+// text and every file of the model directory, whole (name and content: weights, config.json,
+// tokenizer, chat template, generation defaults; the cached checkpoint carries copies of the
+// non-weight files). Reading the checkpoint once costs about what loading it does.
 Result<std::string> calibratedCheckpointKey(const EngineConfig& config, const ModelDirectory& source);
 
 // `source` (the directory config.model names, opened) quantized by config.quantization
 // (kSmoothQuant or kAwq): `<cache>/<method>-<key>` when it holds a complete checkpoint, else made
-// there by quantizeCheckpoint (written beside it under a temporary name, then renamed, so an
-// interrupted start leaves no half checkpoint under the key). Errors: InvalidArgument for a
-// checkpoint that is already quantized, an empty calibration_file, or quantizeCheckpoint's own;
-// Internal when the cache directory cannot be made or written.
+// there by quantizeCheckpoint (written beside it under a temporary name of this call, then
+// renamed, so an interrupted start leaves no half checkpoint under the key). The cache directory
+// (default <tmp>/llmrt-quantized-<uid>, made owner-only) must belong to this user. Errors:
+// InvalidArgument for a checkpoint that is already quantized, or quantizeCheckpoint's own;
+// FailedPrecondition for a cache directory of another user; Internal when it cannot be made or
+// written.
 Result<CalibratedCheckpoint> calibratedCheckpointFor(const EngineConfig& config, const ModelDirectory& source);
 
 }  // namespace llmrt

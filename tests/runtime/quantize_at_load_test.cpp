@@ -115,15 +115,24 @@ TEST(QuantizeAtLoad, TheKeyFollowsTheContentAndTheSettings) {
   auto same = ModelDirectory::open(copy);
   ASSERT_TRUE(same.isOk());
   EXPECT_EQ(key(c, *same), base);
-  {
-    std::fstream f(copy + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(same->weights.files()[0].header().data_offset));
-    const char byte = '\x5a';
+  // One byte in the middle of the weights' data, then of the tokenizer, changes it.
+  const auto& header = same->weights.files()[0].header();
+  auto flip = [](const std::string& path, uint64_t at) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(at));
+    char byte = 0;
+    f.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x5a);
+    f.seekp(static_cast<std::streamoff>(at));
     f.write(&byte, 1);
-  }
+  };
+  flip(copy + "/model.safetensors", header.data_offset + header.data_bytes / 2 + 12345);
   auto changed = ModelDirectory::open(copy);
   ASSERT_TRUE(changed.isOk());
-  EXPECT_NE(key(c, *changed), base);
+  const std::string weights_changed = key(c, *changed);
+  EXPECT_NE(weights_changed, base);
+  flip(copy + "/tokenizer.json", fs::file_size(copy + "/tokenizer.json") / 2);
+  EXPECT_NE(key(c, *changed), weights_changed);
 }
 
 TEST(QuantizeAtLoad, AwqRunsAsTheAwqCheckpoint) {

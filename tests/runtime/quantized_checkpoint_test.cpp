@@ -15,10 +15,13 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "../loader/loader_test_util.h"
 #include "llmrt/llm.h"
+#include "backend/comm/in_process_communicator.h"
 #include "backend/cpu/cpu_backend.h"
 #include "loader/decoder_weights.h"
 #include "loader/model_directory.h"
@@ -255,6 +258,72 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Fp8Checkpoint, ::testing::Values(Layout::kBloc
                                               : info.param == Layout::kChannel ? "channel"
                                                                                : "tensor");
                          });
+
+// Tensor-parallel ranks keep the checkpoint's codes and scales too: a column shard (o, down) has
+// every row's scale and the rank's columns of its codes; a row shard (q/k/v, gate|up) a subset of
+// the checkpoint's rows, each with its own codes and scale. (W8A8 ranks are not TP=1 within
+// reduction order: each rank quantizes its slice of a row-parallel product's input per token.)
+TEST(QuantizedCheckpoint, RanksKeepTheCheckpointsCodesAndScales) {
+  TempDir tmp;
+  const std::string q = tmp.subdir("q"), f32 = tmp.subdir("f32");
+  writePair(Layout::kInt8Channel, q, f32);
+  auto m = ModelDirectory::open(q);
+  ASSERT_TRUE(m.isOk()) << m.status().toString();
+  const WeightStore& store = m->weights;
+  auto group = makeInProcessGroup(2);
+  ASSERT_TRUE(group.isOk());
+  RecordingBackend backends[2];
+  std::vector<Status> st(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      DecoderModelOptions o;
+      o.product_codes = DType::kI8;
+      o.comm = (*group)[static_cast<size_t>(r)].get();
+      st[static_cast<size_t>(r)] =
+          DecoderModel::load(m->config, [&](const std::string& n) { return store.tensor(n); }, backends[r], o).status();
+    });
+  for (std::thread& t : ranks) t.join();
+  for (const Status& x : st) ASSERT_TRUE(x.isOk()) << x.toString();
+  auto matrix = [&](const std::string& t) {  // codes and per-row scales as stored
+    auto w = store.tensor(t);
+    auto sc = store.tensor(t + "_scale");
+    EXPECT_TRUE(w.isOk() && sc.isOk()) << t;
+    std::vector<float> s(static_cast<size_t>(sc->numel()));
+    convertToF32(sc->data, sc->dtype, s.data(), s.size());
+    return std::make_tuple(std::string(static_cast<const char*>(w->data), static_cast<size_t>(w->numel())), s,
+                           w->shape[1]);
+  };
+  for (const auto& [seen, tensor] : {std::pair<std::string, std::string>{"layers.0.o", "model.layers.0.self_attn.o_proj.weight"},
+                                     {"layers.1.down", "model.layers.1.mlp.down_proj.weight"}}) {
+    const auto [codes, scales, cols] = matrix(tensor);
+    const int64_t half = cols / 2;
+    for (int r = 0; r < 2; ++r) {
+      std::string want;
+      for (size_t i = 0; i < scales.size(); ++i) want += codes.substr(i * static_cast<size_t>(cols) + static_cast<size_t>(r * half), static_cast<size_t>(half));
+      ASSERT_TRUE(backends[r].seen.count(seen)) << seen;
+      EXPECT_TRUE(backends[r].seen[seen].codes == want) << seen << " rank " << r;
+      EXPECT_EQ(backends[r].seen[seen].scales, scales) << seen << " rank " << r;
+    }
+  }
+  // Row shards: every row the rank holds is a checkpoint row, codes and scale.
+  std::map<std::string, float> rows;  // codes of a row -> its scale
+  for (const char* t : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"}) {
+    const auto [codes, scales, cols] = matrix(std::string("model.layers.0.") + t + ".weight");
+    for (size_t i = 0; i < scales.size(); ++i) rows[codes.substr(i * static_cast<size_t>(cols), static_cast<size_t>(cols))] = scales[i];
+  }
+  for (int r = 0; r < 2; ++r)
+    for (const char* seen : {"layers.0.qkv", "layers.0.up"}) {
+      const RecordingBackend::Seen& got = backends[r].seen[seen];
+      ASSERT_FALSE(got.scales.empty()) << seen;
+      const size_t cols = got.codes.size() / got.scales.size();
+      for (size_t i = 0; i < got.scales.size(); ++i) {
+        auto it = rows.find(got.codes.substr(i * cols, cols));
+        ASSERT_TRUE(it != rows.end()) << seen << " rank " << r << " row " << i << ": not a checkpoint row";
+        EXPECT_EQ(it->second, got.scales[i]) << seen << " rank " << r << " row " << i;
+      }
+    }
+}
 
 // compressed-tensors int-quantized (W8A8 INT8: symmetric int8 weights, one scale per output
 // channel; as llm-compressor's SmoothQuant recipes and `llmrt quantize --method int8|smoothquant`
