@@ -8,7 +8,6 @@
 namespace llmrt {
 namespace {
 
-constexpr int kNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};  // output column c % 8 -> nibble (AWQ's order)
 
 struct Group {
   float scale;  // fp16-rounded
@@ -49,7 +48,7 @@ AwqPacked packAwq(const float* w, int64_t out, int64_t in, int64_t group) {
   p.qzeros.assign(static_cast<size_t>(groups * packs), 0u);
   p.scales.assign(static_cast<size_t>(groups * out), 0);
   for (int64_t c = 0; c < out; ++c) {
-    const int shift = 4 * kNibble[c % 8];
+    const int shift = 4 * kAwqNibble[c % 8];
     const int64_t pack = c / 8;
     for (int64_t gi = 0; gi < groups; ++gi) {
       const float* v = w + c * in + gi * group;

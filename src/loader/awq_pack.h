@@ -12,6 +12,10 @@
 
 namespace llmrt {
 
+// AutoAWQ's packing order: output column c of a packed int32 sits in nibble kAwqNibble[c % 8]
+// (columns 0 2 4 6 1 3 5 7 in nibbles 0..7).
+inline constexpr int kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+
 struct AwqPacked {
   std::vector<uint32_t> qweight;  // [in, out / 8]: output column c of a word in nibble {0,4,1,5,2,6,3,7}[c % 8]
   std::vector<uint32_t> qzeros;   // [in / group, out / 8], packed the same way

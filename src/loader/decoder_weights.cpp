@@ -7,6 +7,7 @@
 #include <set>
 
 #include "loader/arch_table.h"
+#include "loader/awq_pack.h"
 
 namespace llmrt {
 namespace {
@@ -433,8 +434,7 @@ Result<TensorView> DecoderWeightReader::fetch(const std::string& name, const Sha
 
 Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, const Shape& shape) {
   // w[in][out] = float(code - zero) * scale as AutoAWQ's dequantize_gemm defines it, in float32;
-  // output column c of a packed int32 sits in nibble kNibble[c % 8] (AWQ's order 0 2 4 6 1 3 5 7).
-  static constexpr int kNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  // output column c of a packed int32 sits in nibble kAwqNibble[c % 8] (loader/awq_pack.h).
   const AwqTensors a = awqTensors(config_, name, shape);
   const std::string_view prefix = archEntry(config_.arch).names.optional_prefix;
   auto get = [&](const std::string& n) -> Result<TensorView> {
@@ -481,7 +481,7 @@ Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, c
             if (scales_part)
               out_f[c * cols + r] = scales[static_cast<size_t>(r * a.out + c)];
             else
-              out_u8[c * cols + r] = static_cast<uint8_t>((q >> (4 * kNibble[j])) & 15u);
+              out_u8[c * cols + r] = static_cast<uint8_t>((q >> (4 * kAwqNibble[j])) & 15u);
           }
         }
     });
@@ -494,7 +494,7 @@ Result<TensorView> DecoderWeightReader::dequantizeAwq(const std::string& name, c
     for (int64_t p = 0; p < packs; ++p) {
       const uint32_t q = word(qw, r * packs + p), z = word(qz, g * packs + p);
       for (int j = 0; j < 8; ++j) {
-        const int shift = 4 * kNibble[j];
+        const int shift = 4 * kAwqNibble[j];
         const int64_t c = p * 8 + j;
         const auto code = static_cast<int32_t>((q >> shift) & 15u), zero = static_cast<int32_t>((z >> shift) & 15u);
         const float v = static_cast<float>(code - zero) * scales[static_cast<size_t>(g * a.out + c)];

@@ -109,6 +109,20 @@ std::vector<float> shardRows(std::span<const TensorView> parts, const Shape& ful
   return out;
 }
 
+// The checkpoint row scales (parts' rowScales, concatenated) of the shard shardRows makes of the
+// parts: a row shard's rows, a column shard every row. Empty when a part has none.
+std::vector<float> shardRowScales(const std::vector<std::vector<float>>& part_scales, const WeightShard& shard) {
+  std::vector<float> all;
+  for (const std::vector<float>& s : part_scales) {
+    if (s.empty()) return {};
+    all.insert(all.end(), s.begin(), s.end());
+  }
+  if (shard.axis != ShardAxis::kRows) return all;
+  std::vector<float> out;
+  for (const IndexRange& r : shard.ranges) out.insert(out.end(), all.begin() + r.begin, all.begin() + r.end);
+  return out;
+}
+
 }  // namespace
 
 Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& weights,
@@ -200,36 +214,22 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
     LLMRT_ASSIGN_OR_RETURN(std::vector<TensorView> parts, reader.parts(w, layer));
     const std::string name = decoderWeightName(w, layer);
     bool borrowable = reader.lastPartsBorrowable();
-    // The checkpoint's row scales of the rank's shard (below), when every part has them.
-    std::optional<std::vector<float>> shard_scales;
+    // Each part's checkpoint row scales, where the products take the checkpoint's own codes (an
+    // FP8 / INT8 checkpoint with per-tensor or per-row scales): those parts keep their codes.
+    std::vector<std::vector<float>> kept(parts.size());
+    if (coded(w) && options.product_codes == checkpoint_codes)
+      for (size_t i = 0; i < parts.size(); ++i) kept[i] = reader.rowScales(parts[i]);
     if (plan) {
       const WeightShard shard = weightShard(*plan, c, w, comm_->rank());
       if (shard.axis != ShardAxis::kReplicated) {
-        // Tensor parallelism: the rank's rows or columns, gathered into one float32 part; a
-        // checkpoint's row scales follow its rows (a column shard keeps every row's).
-        std::vector<float> all_scales;
-        for (const TensorView& p : parts) {
-          const std::vector<float> s = reader.rowScales(p);
-          if (s.empty()) {
-            all_scales.clear();
-            break;
-          }
-          all_scales.insert(all_scales.end(), s.begin(), s.end());
-        }
+        // Tensor parallelism: the rank's rows or columns, gathered into one float32 part (and the
+        // row scales of its rows).
         LLMRT_ASSIGN_OR_RETURN(const Shape shape, fusedWeightShape(parts, name));
         Shape part_shape;
         shard_buf = shardRows(parts, shape, shard, &part_shape);
         parts = {TensorView(shard_buf.data(), DType::kF32, part_shape)};
+        kept = {shardRowScales(kept, shard)};
         borrowable = false;
-        if (!all_scales.empty() && shard.axis == ShardAxis::kRows) {
-          shard_scales.emplace();
-          for (const IndexRange& r : shard.ranges)
-            shard_scales->insert(shard_scales->end(), all_scales.begin() + r.begin, all_scales.begin() + r.end);
-        } else if (!all_scales.empty()) {
-          shard_scales = std::move(all_scales);
-        } else {
-          shard_scales = std::vector<float>{};  // (requantized)
-        }
       }
     }
     if (!coded(w)) {
@@ -241,15 +241,11 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
     codes.resize(static_cast<size_t>(shape.numel()));
     scales.resize(static_cast<size_t>(shape[0]));
     int64_t row = 0;
-    for (const TensorView& p : parts) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const TensorView& p = parts[i];
       if (!p.isContiguous()) return internalError("8-bit products: a part of " + name + " is not contiguous");
-      // A checkpoint's own codes of this type, with one scale per tensor or row, are kept as they
-      // are (its scales too); anything else is quantized per row by the type's rule.
-      const std::vector<float> kept = options.product_codes != checkpoint_codes ? std::vector<float>{}
-                                      : shard_scales                          ? *shard_scales
-                                                                              : reader.rowScales(p);
-      if (!kept.empty())
-        recodeRows(p, kept, options.product_codes, codes.data() + row * shape[1], scales.data() + row);
+      if (!kept[i].empty())
+        recodeRows(p, kept[i], options.product_codes, codes.data() + row * shape[1], scales.data() + row);
       else if (options.product_codes == DType::kI8)
         quantizeInt8Rows(p, reinterpret_cast<int8_t*>(codes.data()) + row * shape[1], scales.data() + row,
                          quantize_pool.get());

@@ -103,7 +103,7 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
                       "auto, none, fp8 or int8 here (Engine::create calibrates smoothquant and awq checkpoints first)");
   if (c.quantization != Quantization::kNone && model.weight_quantization == "awq")
     return fieldError(kWhere, "quantization", toString(c.quantization),
-                      "none or auto for an AWQ checkpoint (its 4-bit weights are dequantized at load)");
+                      "auto (4-bit weights) or none (dequantized at load) for an AWQ checkpoint");
   r.product_codes = c.quantization == Quantization::kFp8    ? DType::kF8E4M3
                     : c.quantization == Quantization::kInt8 ? DType::kI8
                                                             : DType::kF32;
@@ -317,20 +317,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
     peers.push_back(std::move(rank));
   }
   // Every rank loads its share of the weights at once, ranks 1.. on threads of their own (loading
-  // is host copies and uploads to each rank's GPU; no collective runs while loading).
-  auto loadRank = [&](Backend& backend, Communicator* comm) -> Result<std::unique_ptr<DecoderModel>> {
-    LLMRT_RETURN_IF_ERROR(backend.bindThread());
-    DecoderModelOptions o = model_options;
-    o.comm = comm;
-    LLMRT_ASSIGN_OR_RETURN(std::unique_ptr<DecoderModel> m, DecoderModel::load(cfg, source, backend, o));
-    LLMRT_RETURN_IF_ERROR(m->setAttentionWindows(windows.per_layer));
-    return m;
-  };
-  // (An exception of a rank's load, e.g. std::bad_alloc, becomes its status: none leaves a thread.)
-  auto loadInto = [&](Backend& backend, Communicator* comm, std::unique_ptr<DecoderModel>& model) -> Status {
+  // is host copies and uploads to each rank's GPU; no collective runs while loading). An exception
+  // of a rank's load (e.g. std::bad_alloc) becomes its status: none leaves a thread.
+  auto loadRank = [&](Backend& backend, Communicator* comm, std::unique_ptr<DecoderModel>& model) -> Status {
     try {
-      LLMRT_ASSIGN_OR_RETURN(model, loadRank(backend, comm));
-      return Status::ok();
+      LLMRT_RETURN_IF_ERROR(backend.bindThread());
+      DecoderModelOptions o = model_options;
+      o.comm = comm;
+      LLMRT_ASSIGN_OR_RETURN(model, DecoderModel::load(cfg, source, backend, o));
+      return model->setAttentionWindows(windows.per_layer);
     } catch (const std::exception& x) {
       return internalError(std::string("loading the weights: ") + x.what());
     }
@@ -339,8 +334,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   std::vector<std::thread> loaders;
   loaders.reserve(peers.size());
   for (size_t i = 0; i < peers.size(); ++i)
-    loaders.emplace_back([&, i] { loaded[i + 1] = loadInto(*peers[i].backend, comms[i + 1].get(), peers[i].model); });
-  loaded[0] = loadInto(*e->backend_, model_options.comm, e->model_);
+    loaders.emplace_back([&, i] { loaded[i + 1] = loadRank(*peers[i].backend, comms[i + 1].get(), peers[i].model); });
+  loaded[0] = loadRank(*e->backend_, model_options.comm, e->model_);
   for (std::thread& t : loaders) t.join();
   for (const Status& st : loaded) LLMRT_RETURN_IF_ERROR(st);
   LLMRT_RETURN_IF_ERROR(e->backend_->bindThread());

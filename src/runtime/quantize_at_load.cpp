@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // A 64-bit hash of a byte stream, 8 bytes at a time (FNV-1a's multiply on words, then a final
-// avalanche): not cryptographic; fast enough to read a whole checkpoint (a few GB/s).
+// avalanche): not cryptographic; one multiply per word, so a whole checkpoint can be read.
 class Hash64 {
  public:
   void add(const void* data, size_t n) {

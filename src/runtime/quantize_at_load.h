@@ -21,7 +21,7 @@ struct CalibratedCheckpoint {
 // The cache key: 16 hex digits of a 64-bit hash over the method and its settings, the calibration
 // text and every file of the model directory, whole (name and content: weights, config.json,
 // tokenizer, chat template, generation defaults; the cached checkpoint carries copies of the
-// non-weight files). Reading the checkpoint once costs about what loading it does.
+// non-weight files): every byte is read once.
 Result<std::string> calibratedCheckpointKey(const EngineConfig& config, const ModelDirectory& source);
 
 // `source` (the directory config.model names, opened) quantized by config.quantization

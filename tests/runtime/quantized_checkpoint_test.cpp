@@ -16,7 +16,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "../loader/loader_test_util.h"
@@ -194,6 +193,24 @@ TEST_P(Fp8Checkpoint, RunsFp8Products) {
   EXPECT_LT(max_diff, 0.1f * max_ref) << "FP8 products stray far from the 32-bit ones";
 }
 
+// A checkpoint matrix's 8-bit codes (bytes) and one scale per row (a per-tensor scale repeated).
+struct StoredCodes {
+  std::string codes;
+  std::vector<float> scales;
+  int64_t cols = 0;
+};
+StoredCodes storedCodes(const WeightStore& store, const std::string& tensor) {
+  auto w = store.tensor(tensor);
+  auto sc = store.tensor(tensor + "_scale");
+  EXPECT_TRUE(w.isOk() && sc.isOk()) << tensor;
+  if (!w.isOk() || !sc.isOk()) return {};
+  StoredCodes out{std::string(static_cast<const char*>(w->data), static_cast<size_t>(w->numel())),
+                  std::vector<float>(static_cast<size_t>(sc->numel())), w->shape[1]};
+  convertToF32(sc->data, sc->dtype, out.scales.data(), out.scales.size());
+  if (out.scales.size() == 1) out.scales.assign(static_cast<size_t>(w->shape[0]), out.scales[0]);
+  return out;
+}
+
 // A CPU backend that keeps what loadQuantizedWeight was given, by weight name.
 class RecordingBackend final : public CpuBackend {
  public:
@@ -232,14 +249,9 @@ TEST(QuantizedCheckpoint, ProductsKeepTheCheckpointsCodesAndScales) {
       std::string codes;
       std::vector<float> scales;
       for (const std::string& t : tensors) {
-        auto w = store.tensor(t);
-        auto sc = store.tensor(t + "_scale");
-        ASSERT_TRUE(w.isOk() && sc.isOk()) << t;
-        codes.append(static_cast<const char*>(w->data), static_cast<size_t>(w->numel()));
-        std::vector<float> s(static_cast<size_t>(sc->numel()));
-        convertToF32(sc->data, sc->dtype, s.data(), s.size());
-        if (s.size() == 1) s.assign(static_cast<size_t>(w->shape[0]), s[0]);
-        scales.insert(scales.end(), s.begin(), s.end());
+        const StoredCodes m = storedCodes(store, t);
+        codes += m.codes;
+        scales.insert(scales.end(), m.scales.begin(), m.scales.end());
       }
       ASSERT_TRUE(backend.seen.count(seen_name)) << seen_name;
       EXPECT_TRUE(backend.seen[seen_name].codes == codes) << seen_name;
@@ -285,18 +297,9 @@ TEST(QuantizedCheckpoint, RanksKeepTheCheckpointsCodesAndScales) {
     });
   for (std::thread& t : ranks) t.join();
   for (const Status& x : st) ASSERT_TRUE(x.isOk()) << x.toString();
-  auto matrix = [&](const std::string& t) {  // codes and per-row scales as stored
-    auto w = store.tensor(t);
-    auto sc = store.tensor(t + "_scale");
-    EXPECT_TRUE(w.isOk() && sc.isOk()) << t;
-    std::vector<float> s(static_cast<size_t>(sc->numel()));
-    convertToF32(sc->data, sc->dtype, s.data(), s.size());
-    return std::make_tuple(std::string(static_cast<const char*>(w->data), static_cast<size_t>(w->numel())), s,
-                           w->shape[1]);
-  };
   for (const auto& [seen, tensor] : {std::pair<std::string, std::string>{"layers.0.o", "model.layers.0.self_attn.o_proj.weight"},
                                      {"layers.1.down", "model.layers.1.mlp.down_proj.weight"}}) {
-    const auto [codes, scales, cols] = matrix(tensor);
+    const auto [codes, scales, cols] = storedCodes(store, tensor);
     const int64_t half = cols / 2;
     for (int r = 0; r < 2; ++r) {
       std::string want;
@@ -309,7 +312,7 @@ TEST(QuantizedCheckpoint, RanksKeepTheCheckpointsCodesAndScales) {
   // Row shards: every row the rank holds is a checkpoint row, codes and scale.
   std::map<std::string, float> rows;  // codes of a row -> its scale
   for (const char* t : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"}) {
-    const auto [codes, scales, cols] = matrix(std::string("model.layers.0.") + t + ".weight");
+    const auto [codes, scales, cols] = storedCodes(store, std::string("model.layers.0.") + t + ".weight");
     for (size_t i = 0; i < scales.size(); ++i) rows[codes.substr(i * static_cast<size_t>(cols), static_cast<size_t>(cols))] = scales[i];
   }
   for (int r = 0; r < 2; ++r)

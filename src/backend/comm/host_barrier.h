@@ -1,8 +1,8 @@
 // A reusable barrier of the threads of one process, with abort: what the ranks of an in-process
 // group (CPU ranks, and the CUDA ranks of makeCudaGroup) meet at on the host. The ranks of a
 // sharded step meet several times per layer (DecoderModel's enqueue fences), so a waiting thread
-// first spins for a short while (the others usually arrive within microseconds) and only then
-// sleeps on a condition variable.
+// first spins (up to kSpin: a condition variable's wake-up costs more than the wait for threads
+// enqueueing the same ops) and only then sleeps on a condition variable.
 #pragma once
 
 #include <atomic>

@@ -11,8 +11,9 @@
 // tensor-core kernel below; otherwise (float32 activations, m <= 4) the CUDA-core kernel: a warp
 // per weight row, lanes taking 16-byte chunks (32 codes, inside one group since group % 32 == 0)
 // in turn; each chunk's sum x * (code - zero) is scaled once by its group's scale and added to
-// float32 accumulators (one per x row); the warp's sums meet by shuffles. Both are bound by
-// reading the codes once (half a byte per weight).
+// float32 accumulators (one per x row); the warp's sums meet by shuffles. Both read each code
+// once (half a byte per weight) and, per group of 128, a float32 scale and zero term (docs/perf.md
+// has their measured decode times against the floor).
 //
 // int4Dequantize (larger steps): the weight written out in the products' 16-bit (or float32)
 // type, for the 16-bit GEMM to read.
