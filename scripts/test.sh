@@ -14,7 +14,7 @@ cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 
 if [[ -x scripts/run_fuzzers.sh ]] || [[ -f scripts/run_fuzzers.sh ]]; then
-  bash scripts/run_fuzzers.sh "${LLMRT_FUZZ_SECONDS:-15}"
+  bash scripts/run_fuzzers.sh "${LLMRT_FUZZ_SECONDS:-10}"
 fi
 
 # CTest's summary, then the skipped tests by reason (scripts/ctest_skips.py); the exit status is CTest's.

@@ -14,8 +14,9 @@
 
 namespace llmrt {
 
-enum class KvCacheDtype { kAuto, kFloat32, kBFloat16, kFloat16 };
-// "auto", "float32", "bfloat16", "float16", and the parser of those names (nullopt otherwise).
+enum class KvCacheDtype { kAuto, kFloat32, kBFloat16, kFloat16, kFp8 };
+// "auto", "float32", "bfloat16", "float16", "fp8" (E4M3 codes with a per-layer scale for K and
+// one for V), and the parser of those names (nullopt otherwise).
 std::string_view toString(KvCacheDtype dtype);
 std::optional<KvCacheDtype> parseKvCacheDtype(std::string_view name);
 

@@ -23,7 +23,7 @@ def test_engine_options_round_trip(model):
     kv = KvCacheConfig(enable_block_reuse=False, max_tokens=2048, max_attention_window=[128, 256],
                        host_cache_size=1 << 20, onboard_blocks=False, secondary_offload_min_priority=50,
                        event_buffer_max_size=100, enable_partial_reuse=False, tokens_per_block=16,
-                       dtype="float32")
+                       dtype="fp8")
     sched = SchedulerConfig(capacity_scheduler_policy=CapacitySchedulerPolicy.MAX_UTILIZATION,
                             context_chunking_policy=ContextChunkingPolicy.EQUAL_PROGRESS)
     with LLM(model, backend="cpu", dtype="float32", max_batch_size=7, max_num_tokens=1000, max_seq_len=256,
@@ -40,7 +40,7 @@ def test_engine_options_round_trip(model):
         "kv_cache_config.host_cache_size": str(1 << 20), "kv_cache_config.onboard_blocks": "false",
         "kv_cache_config.secondary_offload_min_priority": "50", "kv_cache_config.event_buffer_max_size": "100",
         "kv_cache_config.enable_partial_reuse": "false", "kv_cache_config.tokens_per_block": "16",
-        "kv_cache_config.dtype": "float32",
+        "kv_cache_config.dtype": "fp8",
     }
     for key, value in expected.items():
         assert a[key] == value, key

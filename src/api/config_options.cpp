@@ -157,7 +157,7 @@ struct Entry {
 
 constexpr std::string_view kBackends = "auto|cpu|cuda";
 constexpr std::string_view kDtypes = "auto|bfloat16|float16|float32";
-constexpr std::string_view kKvDtypes = "auto|float32|bfloat16|float16";
+constexpr std::string_view kKvDtypes = "auto|float32|bfloat16|float16|fp8";
 constexpr std::string_view kOverlaps = "auto|on|off";
 constexpr std::string_view kQuantizations = "auto|none|fp8|int8|smoothquant|awq";
 constexpr std::string_view kPolicies = "guaranteed_no_evict|max_utilization|static_batch";
@@ -247,7 +247,8 @@ const Entry<E> kEngine[] = {
       "(unset: the model's sliding windows)"},
      LLMRT_FIELD(E, kv_cache_config.max_attention_window)},
     {{"kv_cache_config.dtype", "--kv-cache-dtype", "", OptionKind::kEnum, kKvDtypes,
-      "KV cache element type (auto: the compute dtype)"},
+      "KV cache element type (auto: the compute dtype; fp8: E4M3 with per-layer K and V scales from the "
+      "checkpoint, else 1)"},
      LLMRT_ENUM(E, kv_cache_config.dtype, parseKvCacheDtype, kKvDtypes)},
     {{"kv_cache_config.secondary_offload_min_priority", "--kv-cache-offload-min-priority", "", OptionKind::kInt, "P",
       "Evicted blocks of at least this retention priority go to the host cache"},

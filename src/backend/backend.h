@@ -224,6 +224,10 @@ class Backend {
   virtual Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) = 0;
   virtual const KvPoolGeometry& kvGeometry() const = 0;
   virtual Status copyKvBlocks(std::span<const KvBlockCopy> copies) = 0;
+  // An FP8 pool (KvPoolGeometry::dtype F8_E4M3): the scales of K and V of every layer,
+  // [layer][K, V] (core/fp8.h's Fp8KvScale rule; each positive and finite). Every scale is 1 until
+  // set; a new geometry keeps them. Other pools ignore them.
+  virtual Status setKvCacheScales(std::span<const float> scales) = 0;
   // The KV dtype this backend stores by default (what the engine sizes the pools with).
   virtual DType preferredKvDtype() const { return DType::kF32; }
   // Reads one block of a pool as float32 ([layers][2][kv_heads][tokens_per_block][head_dim]

@@ -1,6 +1,7 @@
 #include "backend/step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace llmrt {
@@ -9,6 +10,17 @@ namespace {
 Status stepError(const std::string& what) { return invalidArgument("beginStep: " + what); }
 
 }  // namespace
+
+Status checkKvCacheScales(std::span<const float> scales) {
+  if (scales.size() % 2 != 0)
+    return invalidArgument("setKvCacheScales: " + std::to_string(scales.size()) +
+                           " scales; expected a K and a V scale per layer (an even count)");
+  for (size_t i = 0; i < scales.size(); ++i)
+    if (!std::isfinite(scales[i]) || !(scales[i] > 0.0f))
+      return invalidArgument("setKvCacheScales: layer " + std::to_string(i / 2) + (i % 2 ? " V" : " K") +
+                             " scale " + std::to_string(scales[i]) + "; expected a positive finite number");
+  return Status::ok();
+}
 
 Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& g, HostStep& out) {
   const size_t T = in.token_ids.size();

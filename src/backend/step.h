@@ -53,6 +53,14 @@ struct HostStep {
 // cover kv_len with ids inside the pool — or kNoKvBlock for blocks wholly below the
 // window of the sequence's first row, given in.attention_window —, slots inside the
 // pool, logits rows and RoPE tables in range) and copies it into `out`, reusing out's memory.
+// Backend::setKvCacheScales's input rule: pairs (K, V) of positive finite scales; the scale of
+// (layer, kv) from such a list (1 where the list is shorter).
+Status checkKvCacheScales(std::span<const float> scales);
+inline float kvCacheScale(std::span<const float> scales, int64_t layer, int kv) {
+  const size_t i = static_cast<size_t>(layer * 2 + kv);
+  return i < scales.size() ? scales[i] : 1.0f;
+}
+
 Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& geometry, HostStep& out);
 
 }  // namespace llmrt

@@ -9,6 +9,7 @@
 // code * scale.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 
@@ -36,6 +37,29 @@ inline Fp8RowScale quantizeFp8Row(const float* v, int64_t n, uint8_t* codes) {
   const Fp8RowScale s = fp8RowScale(amax);
   for (int64_t i = 0; i < n; ++i) codes[i] = f32ToF8e4m3(v[i] * s.inverse);
   return s;
+}
+
+// The FP8 KV cache (KvCacheDtype fp8): one scale per layer for K and one for V; a value x is
+// stored as e4m3(clamp(x * inverse, +-448)) with inverse = 1 / scale (saturating, as
+// cvt.rn.satfinite), and read back as code * scale.
+struct Fp8KvScale {
+  float scale = 1.0f;
+  float inverse = 1.0f;
+  static Fp8KvScale of(float scale) { return {scale, 1.0f / scale}; }
+};
+inline uint8_t fp8KvCode(float x, float inverse) {
+  const float y = x * inverse;
+  return f32ToF8e4m3(y > kFp8E4M3Max ? kFp8E4M3Max : y < -kFp8E4M3Max ? -kFp8E4M3Max : y);
+}
+
+// The value of every E4M3 code (f8e4m3ToF32 of 0..255), for loops that decode many.
+inline const float* f8e4m3Values() {
+  static const auto table = [] {
+    std::array<float, 256> t{};
+    for (int i = 0; i < 256; ++i) t[static_cast<size_t>(i)] = f8e4m3ToF32(static_cast<uint8_t>(i));
+    return t;
+  }();
+  return table.data();
 }
 
 class ThreadPool;

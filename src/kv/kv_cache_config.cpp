@@ -25,12 +25,14 @@ std::string_view toString(KvCacheDtype dtype) {
     case KvCacheDtype::kFloat32: return "float32";
     case KvCacheDtype::kBFloat16: return "bfloat16";
     case KvCacheDtype::kFloat16: return "float16";
+    case KvCacheDtype::kFp8: return "fp8";
   }
   return "?";
 }
 
 std::optional<KvCacheDtype> parseKvCacheDtype(std::string_view name) {
-  for (KvCacheDtype d : {KvCacheDtype::kAuto, KvCacheDtype::kFloat32, KvCacheDtype::kBFloat16, KvCacheDtype::kFloat16})
+  for (KvCacheDtype d : {KvCacheDtype::kAuto, KvCacheDtype::kFloat32, KvCacheDtype::kBFloat16, KvCacheDtype::kFloat16,
+                         KvCacheDtype::kFp8})
     if (name == toString(d)) return d;
   return std::nullopt;
 }
@@ -59,7 +61,7 @@ Status KvCacheConfig::validate() const {
                         "> 0 tokens (a window of at least max_seq_len is full attention), or an empty list for "
                         "the model's own windows");
   if (!parseKvCacheDtype(toString(dtype)))
-    return fieldError(kWhere, "dtype", std::to_string(static_cast<int>(dtype)), "auto, float32, bfloat16 or float16");
+    return fieldError(kWhere, "dtype", std::to_string(static_cast<int>(dtype)), "auto, float32, bfloat16, float16 or fp8");
   if (secondary_offload_min_priority < KvCacheRetentionConfig::kMinPriority ||
       secondary_offload_min_priority > KvCacheRetentionConfig::kMaxPriority)
     return fieldError(kWhere, "secondary_offload_min_priority",

@@ -13,6 +13,7 @@
 #include "core/logging.h"
 #include "core/thread_pool.h"
 #include "loader/arch_table.h"
+#include "loader/kv_cache_scales.h"
 #include "model/tensor_parallel.h"
 
 namespace llmrt {
@@ -317,6 +318,9 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
     }
   }
   if (!extras.empty()) LLMRT_RETURN_IF_ERROR(backend_.setAttentionExtras(extras));
+  // An FP8 KV cache's scales where the checkpoint has them (other pools ignore them).
+  LLMRT_ASSIGN_OR_RETURN(const std::vector<float> kv_scales, checkpointKvCacheScales(full, weights));
+  if (!kv_scales.empty()) LLMRT_RETURN_IF_ERROR(backend_.setKvCacheScales(kv_scales));
   std::vector<int32_t> windows;
   for (const Layer& L : layers_) windows.push_back(static_cast<int32_t>(std::min<int64_t>(L.window, INT32_MAX)));
   return setAttentionWindows(windows);

@@ -51,6 +51,7 @@ DType computeDtype(const EngineConfig& config, BackendKind backend, const Weight
 
 DType kvCacheDtype(const EngineConfig& config, DType compute) {
   const KvCacheDtype d = config.kv_cache_config.dtype;
+  if (d == KvCacheDtype::kFp8) return DType::kF8E4M3;  // any compute dtype (the CPU emulates it exactly)
   if (compute == DType::kF32 || d == KvCacheDtype::kFloat32) return DType::kF32;
   if (d == KvCacheDtype::kBFloat16) return DType::kBF16;
   if (d == KvCacheDtype::kFloat16) return DType::kF16;
@@ -85,7 +86,8 @@ Result<ResolvedConfig> resolveConfig(const EngineConfig& config, const ModelDire
                                              : ComputeDtype::kFloat32;
   c.kv_cache_config.dtype = r.kv_dtype == DType::kBF16 ? KvCacheDtype::kBFloat16
                             : r.kv_dtype == DType::kF16 ? KvCacheDtype::kFloat16
-                                                        : KvCacheDtype::kFloat32;
+                            : r.kv_dtype == DType::kF8E4M3 ? KvCacheDtype::kFp8
+                                                           : KvCacheDtype::kFloat32;
   if (c.quantization == Quantization::kAuto && model.weight_quantization == "awq") {
     r.int4_products = true;
     r.notes.push_back("quantization auto: an AWQ checkpoint (4-bit weights, 16-bit activations)");
@@ -366,8 +368,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
                    static_cast<long long>(rows));
   }
 
-  // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU).
-  const DType kv_dtype = e->backend_->preferredKvDtype();
+  // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU), or
+  // FP8 where asked for (every backend).
+  const DType kv_dtype =
+      e->resolved_.kv_dtype == DType::kF8E4M3 ? DType::kF8E4M3 : e->backend_->preferredKvDtype();
   KvCacheLayout layout;
   layout.num_layers = static_cast<int32_t>(cfg.num_hidden_layers);
   layout.num_kv_heads = static_cast<int32_t>(e->model_->config().num_key_value_heads);  // (a rank's share)

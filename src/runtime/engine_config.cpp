@@ -109,10 +109,10 @@ Status EngineConfig::validate() const {
   if (kvd == KvCacheDtype::kBFloat16 || kvd == KvCacheDtype::kFloat16) {
     if (backend == BackendKind::kCpu)
       return fieldError("KvCacheConfig", "dtype", std::string(toString(kvd)),
-                        "auto or float32 with backend cpu (it computes in float32)");
+                        "auto, float32 or fp8 with backend cpu (it computes in float32)");
     if (dtype == ComputeDtype::kFloat32)
       return fieldError("KvCacheConfig", "dtype", std::string(toString(kvd)),
-                        "auto or float32 with dtype float32 (a 16-bit cache needs 16-bit weights)");
+                        "auto, float32 or fp8 with dtype float32 (a 16-bit cache needs 16-bit weights)");
   }
   if (max_batch_size < 1 || max_batch_size > kMaxBatchSize) return rangeError("max_batch_size", max_batch_size, 1, kMaxBatchSize);
   if (max_num_tokens < 1 || max_num_tokens > kMaxNumTokens) return rangeError("max_num_tokens", max_num_tokens, 1, kMaxNumTokens);

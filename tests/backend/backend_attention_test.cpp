@@ -121,51 +121,6 @@ TEST_P(BackendOps, WriteKvAndCopyBlocks) {
   expectClose(b, a, 0.0, 0.0, "secondary block 0 after a refused list");
 }
 
-// Pools of `layers` layers (geometry into *g) holding sequences of kv_lens plus `spare` blocks,
-// filled as BackendOps::fill does, and a table of distinct random blocks for each sequence. With
-// first_block > 0 the pools have that many blocks more in front, left unwritten, and the tables
-// use only blocks from first_block on.
-std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
-                                                 int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
-                                                 std::mt19937& rng, KvPoolGeometry* g, int64_t first_block = 0);
-
-// A sequence of a step: q_len new rows ending at kv_len; `slot` false: its rows write no KV (a
-// padded graph row).
-struct SeqSpec {
-  int64_t q_len, kv_len;
-  bool slot = true;
-};
-std::vector<int64_t> kvLens(const std::vector<SeqSpec>& specs) {
-  std::vector<int64_t> lens;
-  for (const SeqSpec& sp : specs) lens.push_back(sp.kv_len);
-  return lens;
-}
-// The packed rows of a step over `specs` in `tables`: token ids 0, positions, cache slots (-1 unless
-// `write` and the sequence's slot flag), and sequence i on RoPE table i % 2 when `two_tables`.
-// The StepSeqs point into `tables`.
-struct StepRows {
-  std::vector<StepSeq> seqs;
-  std::vector<int32_t> ids, pos;
-  std::vector<int64_t> slots;
-  int64_t rows = 0;
-};
-StepRows stepRows(const std::vector<SeqSpec>& specs, const std::vector<std::vector<int32_t>>& tables, int64_t tpb,
-                  bool write, bool two_tables) {
-  StepRows s;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const SeqSpec& sp = specs[i];
-    s.seqs.push_back(StepSeq{s.rows, sp.q_len, sp.kv_len, tables[i], two_tables ? static_cast<int32_t>(i % 2) : 0});
-    for (int64_t r = 0; r < sp.q_len; ++r) {
-      const int64_t at = sp.kv_len - sp.q_len + r;
-      s.ids.push_back(0);
-      s.pos.push_back(static_cast<int32_t>(at));
-      s.slots.push_back(write && sp.slot ? int64_t{tables[i][static_cast<size_t>(at / tpb)]} * tpb + at % tpb : -1);
-    }
-    s.rows += sp.q_len;
-  }
-  return s;
-}
-
 TEST_P(BackendOps, PagedAttention) {
   struct Case {
     int64_t head_dim, heads, kv_heads, tpb, window;
@@ -388,28 +343,6 @@ TEST_P(BackendOps, LongContextsAtFarPoolOffsets) {
       }
     }
   }
-}
-
-std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
-                                                 int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
-                                                 std::mt19937& rng, KvPoolGeometry* g, int64_t first_block) {
-  int64_t need = 0;
-  for (int64_t n : kv_lens) need += (n + tpb - 1) / tpb;
-  *g = KvPoolGeometry{first_block + need + spare, layers, kv_heads, head_dim, tpb, DType::kF32};
-  std::vector<int32_t> perm(static_cast<size_t>(need + spare));
-  std::iota(perm.begin(), perm.end(), static_cast<int32_t>(first_block));
-  if (first_block == 0)
-    t.fill(*g);
-  else
-    t.fill(*g, perm);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<std::vector<int32_t>> tables;
-  size_t next = 0;
-  for (int64_t n : kv_lens) {
-    std::vector<int32_t>& table = tables.emplace_back();
-    for (int64_t b = 0; b < (n + tpb - 1) / tpb; ++b) table.push_back(perm[next++]);
-  }
-  return tables;
 }
 
 }  // namespace

@@ -96,7 +96,12 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
  protected:
   void SetUp() override {
     setUpBackends(GetParam().weight, GetParam().kv, GetParam().tuning, gpuKv());
+    if (!IsSkipped() && gpuKv() == DType::kF8E4M3) {  // both FP8 pools with the same scales, unequal ones
+      for (Backend* b : {cpu_.get(), gpu_.get()}) ASSERT_TRUE(b->setKvCacheScales(kFp8KvScales).isOk());
+    }
   }
+  // The FP8 modes' scales, [layer][K, V]: the tests' values (a few units) span most of the codes.
+  static constexpr float kFp8KvScales[8] = {0.011f, 0.0093f, 0.0125f, 0.008f, 0.01f, 0.014f, 0.009f, 0.012f};
 
   // x W^T (+ b) on both backends (the pairs put / weight return) into a column slice of a wider
   // buffer (row stride n + 8, as q/k/v slices are) of `out_dtype`: the GPU's output and the CPU's
@@ -125,8 +130,12 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
     return {get(*gpu_, rg), get(*cpu_, rc)};
   }
 
-  // What the GPU stores the cache in (a float32-weight backend always uses float32).
-  DType gpuKv() const { return GetParam().weight == DType::kF32 ? DType::kF32 : GetParam().kv; }
+  // What the GPU stores the cache in (a float32-weight backend uses float32, or FP8 codes).
+  DType gpuKv() const {
+    return GetParam().weight == DType::kF32 && GetParam().kv != DType::kF8E4M3 ? DType::kF32 : GetParam().kv;
+  }
+  // What the CPU reference stores it in: FP8 codes as the GPU does, else float32.
+  DType cpuKv() const { return gpuKv() == DType::kF8E4M3 ? DType::kF8E4M3 : DType::kF32; }
 
   // A step of `n` rows in one sequence (no KV written, positions 0..n-1) picking `logit_rows`.
   void beginPlain(int64_t n, std::vector<int32_t> ids = {}, std::vector<int64_t> logit_rows = {}) {
@@ -149,9 +158,10 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
   // every slot of every layer of `blocks` (empty: every block) on both backends.
  public:
   void fill(const KvPoolGeometry& g, std::vector<int32_t> blocks = {}) {
-    KvPoolGeometry gg = g;
+    KvPoolGeometry gc = g, gg = g;
+    gc.dtype = cpuKv();
     gg.dtype = gpuKv();
-    ASSERT_TRUE(cpu_->allocateKvPools(g, 0).isOk());
+    ASSERT_TRUE(cpu_->allocateKvPools(gc, 0).isOk());
     Status allocated = gpu_->allocateKvPools(gg, 0);
     ASSERT_TRUE(allocated.isOk()) << allocated.toString();
     if (blocks.empty()) {
@@ -191,7 +201,7 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
 
   DType weights() const { return GetParam().weight; }
   bool halfWeights() const { return weights() != DType::kF32; }
-  bool halfKv() const { return gpuKv() != DType::kF32; }
+  bool halfKv() const { return gpuKv() == DType::kBF16 || gpuKv() == DType::kF16; }
 
 
   // A linearAddNormLinear case's operands on both backends: random weights rounded to the weights'
@@ -225,5 +235,68 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
   std::mt19937 rng_{1234};
 };
 
+// Pools of `layers` layers (geometry into *g) holding sequences of kv_lens plus `spare` blocks,
+// filled as BackendOps::fill does, and a table of distinct random blocks for each sequence. With
+// first_block > 0 the pools have that many blocks more in front, left unwritten, and the tables
+// use only blocks from first_block on.
+inline std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
+                                                 int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
+                                                 std::mt19937& rng, KvPoolGeometry* g, int64_t first_block = 0) {
+  int64_t need = 0;
+  for (int64_t n : kv_lens) need += (n + tpb - 1) / tpb;
+  *g = KvPoolGeometry{first_block + need + spare, layers, kv_heads, head_dim, tpb, DType::kF32};
+  std::vector<int32_t> perm(static_cast<size_t>(need + spare));
+  std::iota(perm.begin(), perm.end(), static_cast<int32_t>(first_block));
+  if (first_block == 0)
+    t.fill(*g);
+  else
+    t.fill(*g, perm);
+  std::shuffle(perm.begin(), perm.end(), rng);
+  std::vector<std::vector<int32_t>> tables;
+  size_t next = 0;
+  for (int64_t n : kv_lens) {
+    std::vector<int32_t>& table = tables.emplace_back();
+    for (int64_t b = 0; b < (n + tpb - 1) / tpb; ++b) table.push_back(perm[next++]);
+  }
+  return tables;
+}
+
+
+// A sequence of a step: q_len new rows ending at kv_len; `slot` false: its rows write no KV (a
+// padded graph row).
+struct SeqSpec {
+  int64_t q_len, kv_len;
+  bool slot = true;
+};
+inline std::vector<int64_t> kvLens(const std::vector<SeqSpec>& specs) {
+  std::vector<int64_t> lens;
+  for (const SeqSpec& sp : specs) lens.push_back(sp.kv_len);
+  return lens;
+}
+// The packed rows of a step over `specs` in `tables`: token ids 0, positions, cache slots (-1 unless
+// `write` and the sequence's slot flag), and sequence i on RoPE table i % 2 when `two_tables`.
+// The StepSeqs point into `tables`.
+struct StepRows {
+  std::vector<StepSeq> seqs;
+  std::vector<int32_t> ids, pos;
+  std::vector<int64_t> slots;
+  int64_t rows = 0;
+};
+inline StepRows stepRows(const std::vector<SeqSpec>& specs, const std::vector<std::vector<int32_t>>& tables, int64_t tpb,
+                  bool write, bool two_tables) {
+  StepRows s;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const SeqSpec& sp = specs[i];
+    s.seqs.push_back(StepSeq{s.rows, sp.q_len, sp.kv_len, tables[i], two_tables ? static_cast<int32_t>(i % 2) : 0});
+    for (int64_t r = 0; r < sp.q_len; ++r) {
+      const int64_t at = sp.kv_len - sp.q_len + r;
+      s.ids.push_back(0);
+      s.pos.push_back(static_cast<int32_t>(at));
+      s.slots.push_back(write && sp.slot ? int64_t{tables[i][static_cast<size_t>(at / tpb)]} * tpb + at % tpb : -1);
+    }
+    s.rows += sp.q_len;
+  }
+  return s;
+}
 
 }  // namespace llmrt

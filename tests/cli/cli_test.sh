@@ -245,7 +245,7 @@ if [[ -f $model/config.json ]]; then
   fi
   expect 2 "excludes" -- "$bin" generate --model "$model" --input-file "$tmp/batch.jsonl" --prompt hi
   expect 2 "scheduler-policy" -- "$bin" generate --model "$model" --input-file "$tmp/batch.jsonl" --scheduler-policy fastest
-  expect 2 "kv-cache-dtype" -- "$bin" generate --model "$model" --prompt hi --kv-cache-dtype fp8
+  expect 2 "kv-cache-dtype" -- "$bin" generate --model "$model" --prompt hi --kv-cache-dtype fp4
   expect 2 "KvCacheConfig.*dtype.*(CPU backend|backend cpu)" -- "$bin" generate --model "$model" --prompt hi --backend cpu --kv-cache-dtype bfloat16
   expect 2 "Engine(Options|Config).*dtype.*CPU backend" -- "$bin" generate --model "$model" --prompt hi --backend cpu --dtype float16
   expect 2 "dtype" -- "$bin" generate --model "$model" --prompt hi --dtype half

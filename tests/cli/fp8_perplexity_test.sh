@@ -3,7 +3,8 @@
 # chunks of models/llmrt-tiny/heldout_eval.txt: FP8 products quantized at load (--quantization
 # fp8), the checkpoint `llmrt quantize --method fp8` writes (FP8 products without a flag, its
 # weights requantized per row: within 0.05% of the flag's figure) and that checkpoint dequantized
-# into 32-bit products (--quantization none: weight-only).
+# into 32-bit products (--quantization none: weight-only). On 8 of those chunks, the FP8 KV cache
+# (--kv-cache-dtype fp8, scale 1: the model has no KV scales).
 #   tests/cli/fp8_perplexity_test.sh LLMRT_BIN MODEL_DIR [CHUNKS]
 set -euo pipefail
 bin=$1 model=$2 chunks=${3:-24}
@@ -16,12 +17,17 @@ base=$(ppl "$model")
 jit=$(ppl "$model" --quantization fp8)
 ckpt=$(ppl "$tmp/fp8")
 weight_only=$(ppl "$tmp/fp8" --quantization none)
-python3 - "$base" "$jit" "$ckpt" "$weight_only" <<'PY'
+chunks=8
+base8=$(ppl "$model")
+kv=$(ppl "$model" --kv-cache-dtype fp8)
+python3 - "$base" "$jit" "$ckpt" "$weight_only" "$base8" "$kv" <<'PY'
 import sys
-base, jit, ckpt, wo = map(float, sys.argv[1:])
-pct = lambda v: f"{v:.4f} ({(v / base - 1) * 100:+.2f}%)"
+base, jit, ckpt, wo, base8, kv = map(float, sys.argv[1:])
+pct = lambda v, b=base: f"{v:.4f} ({(v / b - 1) * 100:+.2f}%)"
 print(f"perplexity: 32-bit {base:.4f}; --quantization fp8 {pct(jit)}; fp8 checkpoint {pct(ckpt)}; "
       f"fp8 checkpoint weight-only {pct(wo)}")
+print(f"8 chunks: 32-bit {base8:.4f}; --kv-cache-dtype fp8 {pct(kv, base8)}")
 ok = all(v <= base * 1.01 for v in (jit, ckpt, wo)) and abs(ckpt / jit - 1) < 5e-4 and jit != base
+ok = ok and kv <= base8 * 1.01 and kv != base8
 sys.exit(0 if ok else 1)
 PY

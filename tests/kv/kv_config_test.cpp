@@ -83,12 +83,12 @@ TEST(KvCacheConfigTest, OtherFields) {
   EXPECT_FALSE(c.validate().isOk());
   c.secondary_offload_min_priority = 100;
   EXPECT_TRUE(c.validate().isOk());
-  for (const char* ok : {"auto", "float32", "bfloat16", "float16"}) {
+  for (const char* ok : {"auto", "float32", "bfloat16", "float16", "fp8"}) {
     c.dtype = *parseKvCacheDtype(ok);
     EXPECT_TRUE(c.validate().isOk()) << ok;
     EXPECT_EQ(toString(c.dtype), ok);
   }
-  EXPECT_EQ(parseKvCacheDtype("fp8"), std::nullopt);
+  EXPECT_EQ(parseKvCacheDtype("fp8_e5m2"), std::nullopt);
   c.dtype = static_cast<KvCacheDtype>(9);
   EXPECT_THAT(c.validate().message(), HasSubstr("dtype"));
 }

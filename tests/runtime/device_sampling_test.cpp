@@ -55,6 +55,7 @@ class ReferenceSamplingBackend final : public Backend {
   const KvPoolGeometry& kvGeometry() const override { return cpu_.kvGeometry(); }
   Status copyKvBlocks(std::span<const KvBlockCopy> c) override { return cpu_.copyKvBlocks(c); }
   Status readKvBlock(KvPool p, int32_t b, float* d) override { return cpu_.readKvBlock(p, b, d); }
+  Status setKvCacheScales(std::span<const float> s) override { return cpu_.setKvCacheScales(s); }
   Status beginStep(const StepInputs& in) override { return cpu_.beginStep(in); }
   void embedding(const TensorView& t, TensorView o) override { cpu_.embedding(t, o); }
   void rmsNorm(const TensorView& x, const TensorView& w, float e, TensorView o) override { cpu_.rmsNorm(x, w, e, o); }

@@ -22,7 +22,8 @@ EngineConfig cfg(BackendKind backend, ComputeDtype dtype, KvCacheDtype kv = KvCa
 TEST(EngineConfig, DtypeChoicesAreValidatedWithTheFieldAndTheAllowedValues) {
   for (ComputeDtype d : {ComputeDtype::kAuto, ComputeDtype::kBFloat16, ComputeDtype::kFloat16, ComputeDtype::kFloat32})
     EXPECT_TRUE(cfg(BackendKind::kCuda, d).validate().isOk()) << toString(d);
-  for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFloat32, KvCacheDtype::kBFloat16, KvCacheDtype::kFloat16}) {
+  for (KvCacheDtype kv : {KvCacheDtype::kAuto, KvCacheDtype::kFloat32, KvCacheDtype::kBFloat16, KvCacheDtype::kFloat16,
+                          KvCacheDtype::kFp8}) {
     EXPECT_TRUE(cfg(BackendKind::kCuda, ComputeDtype::kBFloat16, kv).validate().isOk()) << toString(kv);
     EXPECT_TRUE(cfg(BackendKind::kCuda, ComputeDtype::kFloat16, kv).validate().isOk()) << toString(kv);
   }
@@ -30,6 +31,10 @@ TEST(EngineConfig, DtypeChoicesAreValidatedWithTheFieldAndTheAllowedValues) {
   EXPECT_ERROR_CONTAINS(cfg(BackendKind::kCuda, ComputeDtype::kFloat32, KvCacheDtype::kFloat16).validate(),
                         "KvCacheConfig", "16-bit");
   EXPECT_FALSE(cfg(BackendKind::kCpu, ComputeDtype::kAuto, KvCacheDtype::kFloat16).validate().isOk());
+  // FP8 codes with any compute dtype and backend (the CPU reference emulates them exactly).
+  EXPECT_TRUE(cfg(BackendKind::kCpu, ComputeDtype::kAuto, KvCacheDtype::kFp8).validate().isOk());
+  EXPECT_TRUE(cfg(BackendKind::kCuda, ComputeDtype::kFloat32, KvCacheDtype::kFp8).validate().isOk());
+  EXPECT_EQ(parseKvCacheDtype("fp8"), KvCacheDtype::kFp8);
   EXPECT_ERROR_CONTAINS(cfg(static_cast<BackendKind>(9), ComputeDtype::kAuto).validate(), "backend");
   EXPECT_EQ(parseKvCacheDtype("fp16"), std::nullopt);
   EXPECT_EQ(parseComputeDtype("half"), std::nullopt);
@@ -189,6 +194,8 @@ TEST(EngineConfig, KvCacheDtypeFollowsTheComputeDtypeUnlessSet) {
   EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kBFloat16), DType::kF16), DType::kBF16);
   EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kFloat32), DType::kF16), DType::kF32);
   EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kAuto), DType::kF32), DType::kF32);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kFp8), DType::kF32), DType::kF8E4M3);
+  EXPECT_EQ(kvCacheDtype(c(KvCacheDtype::kFp8), DType::kBF16), DType::kF8E4M3);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // the keys it may see (causal, optionally a sliding window; the scores soft-capped
 // and ALiBi-biased where setAttentionExtras asked for it), read block by
 // block through the sequence's block table. GQA: query head h reads kv head
-// h / (num_heads / num_kv_heads).
+// h / (num_heads / num_kv_heads). An FP8 pool's rows are read as code * scale (kvRow).
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -28,7 +28,7 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
 
   pool_.parallelFor(item_start.back(), [&](int64_t b, int64_t e) {
     std::vector<float> scores;
-    std::vector<float> acc(static_cast<size_t>(hd));
+    std::vector<float> acc(static_cast<size_t>(hd)), row(static_cast<size_t>(hd));
     size_t s = static_cast<size_t>(std::upper_bound(item_start.begin(), item_start.end(), b) - item_start.begin() - 1);
     for (int64_t item = b; item < e; ++item) {
       while (item >= item_start[s + 1]) ++s;
@@ -47,7 +47,8 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
       scores.resize(static_cast<size_t>(pos - lo + 1));
       float mx = -INFINITY;
       for (int64_t j = lo; j <= pos; ++j) {
-        const float* kv = kvBlockHead(primary_.data(), table[j / tpb], layer, 0, kvh) + (j % tpb) * hd;
+        const uint8_t* head = kvBlockHead(primary_.data(), table[j / tpb], layer, 0, kvh);
+        const float* kv = kvRow(head, j % tpb, layer, 0, row.data());
         float dot = 0.0f;
         for (int64_t d = 0; d < hd; ++d) dot += qv[d] * kv[d];
         float sc = dot * scale;
@@ -64,7 +65,8 @@ void CpuBackend::attention(int64_t layer, const TensorView& q, int64_t num_heads
       const float inv = 1.0f / sum;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = lo; j <= pos; ++j) {
-        const float* vv = kvBlockHead(primary_.data(), table[j / tpb], layer, 1, kvh) + (j % tpb) * hd;
+        const uint8_t* head = kvBlockHead(primary_.data(), table[j / tpb], layer, 1, kvh);
+        const float* vv = kvRow(head, j % tpb, layer, 1, row.data());
         const float p = scores[static_cast<size_t>(j - lo)] * inv;
         for (int64_t d = 0; d < hd; ++d) acc[static_cast<size_t>(d)] += p * vv[d];
       }

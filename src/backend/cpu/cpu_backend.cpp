@@ -12,7 +12,9 @@
 
 #include <cblas.h>
 
+#include "backend/step.h"
 #include "backend/weight_parts.h"
+#include "core/fp8.h"
 #include "core/logging.h"
 
 namespace llmrt {
@@ -21,10 +23,10 @@ CpuBackend::LazyBuffer::~LazyBuffer() {
   if (data_ != nullptr) munmap(data_, bytes_);
 }
 
-Status CpuBackend::LazyBuffer::allocate(size_t floats) {
+Status CpuBackend::LazyBuffer::allocate(size_t bytes) {
   if (data_ != nullptr) munmap(data_, bytes_);
   data_ = nullptr;
-  bytes_ = floats * sizeof(float);
+  bytes_ = bytes;
   if (bytes_ == 0) return Status::ok();
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
@@ -32,7 +34,7 @@ Status CpuBackend::LazyBuffer::allocate(size_t floats) {
     bytes_ = 0;
     return resourceExhausted("cannot reserve " + formatBytes(want) + " for a KV cache pool");
   }
-  data_ = static_cast<float*>(p);
+  data_ = static_cast<uint8_t*>(p);
   return Status::ok();
 }
 
@@ -138,33 +140,69 @@ Status CpuBackend::readKvBlock(KvPool pool, int32_t block, float* dst) {
   const bool primary = pool == KvPool::kPrimary;
   const int64_t n = primary ? geometry_.num_blocks : secondary_blocks_;
   if (block < 0 || block >= n) return outOfRange("readKvBlock: block " + std::to_string(block) + " out of range");
-  const int64_t per_block = geometry_.elementsPerBlock();
-  const float* base = primary ? primary_.data() : secondary_.data();
-  std::memcpy(dst, base + block * per_block, static_cast<size_t>(per_block) * sizeof(float));
+  uint8_t* base = primary ? primary_.data() : secondary_.data();
+  const int64_t tpb = geometry_.tokens_per_block, hd = geometry_.head_dim;
+  for (int64_t layer = 0; layer < geometry_.num_layers; ++layer)
+    for (int kv = 0; kv < 2; ++kv)
+      for (int64_t h = 0; h < geometry_.num_kv_heads; ++h) {
+        const uint8_t* head = kvBlockHead(base, block, layer, kv, h);
+        for (int64_t t = 0; t < tpb; ++t, dst += hd) {
+          const float* row = kvRow(head, t, layer, kv, dst);
+          if (row != dst) std::memcpy(dst, row, static_cast<size_t>(hd) * sizeof(float));
+        }
+      }
+  return Status::ok();
+}
+
+Status CpuBackend::setKvCacheScales(std::span<const float> scales) {
+  LLMRT_RETURN_IF_ERROR(checkKvCacheScales(scales));
+  kv_scales_.assign(scales.begin(), scales.end());
   return Status::ok();
 }
 
 Status CpuBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_blocks) {
-  if (g.dtype != DType::kF32) return unimplemented("CPU backend stores the KV cache in F32 only");
+  if (g.dtype != DType::kF32 && g.dtype != DType::kF8E4M3)
+    return unimplemented("CPU backend stores the KV cache in F32 or F8_E4M3 only");
   if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 || g.tokens_per_block <= 0)
     return invalidArgument("allocateKvPools: every pool dimension must be positive");
   geometry_ = g;
   secondary_blocks_ = secondary_blocks;
-  const size_t per_block = static_cast<size_t>(g.elementsPerBlock());
+  const size_t per_block = g.bytesPerBlock();
   LLMRT_RETURN_IF_ERROR(primary_.allocate(per_block * static_cast<size_t>(g.num_blocks)));
   LLMRT_RETURN_IF_ERROR(secondary_.allocate(per_block * static_cast<size_t>(secondary_blocks)));
   return Status::ok();
 }
 
-float* CpuBackend::kvBlockHead(float* base, int64_t block, int64_t layer, int kv, int64_t h) const {
+uint8_t* CpuBackend::kvBlockHead(uint8_t* base, int64_t block, int64_t layer, int kv, int64_t h) const {
   const int64_t head_elems = geometry_.tokens_per_block * geometry_.head_dim;
-  return base + block * geometry_.elementsPerBlock() + ((layer * 2 + kv) * geometry_.num_kv_heads + h) * head_elems;
+  const int64_t at = block * geometry_.elementsPerBlock() + ((layer * 2 + kv) * geometry_.num_kv_heads + h) * head_elems;
+  return base + static_cast<size_t>(at) * dtypeSize(geometry_.dtype);
+}
+
+const float* CpuBackend::kvRow(const uint8_t* head, int64_t t, int64_t layer, int kv, float* scratch) const {
+  const int64_t hd = geometry_.head_dim;
+  if (geometry_.dtype == DType::kF32) return reinterpret_cast<const float*>(head) + t * hd;
+  const uint8_t* codes = head + t * hd;
+  const float scale = kvCacheScale(kv_scales_, layer, kv);
+  const float* value = f8e4m3Values();
+  for (int64_t d = 0; d < hd; ++d) scratch[d] = value[codes[d]] * scale;
+  return scratch;
+}
+
+void CpuBackend::putKvRow(uint8_t* head, int64_t t, int64_t layer, int kv, const float* row) const {
+  const int64_t hd = geometry_.head_dim;
+  if (geometry_.dtype == DType::kF32) {
+    std::memcpy(reinterpret_cast<float*>(head) + t * hd, row, static_cast<size_t>(hd) * sizeof(float));
+    return;
+  }
+  const Fp8KvScale s = Fp8KvScale::of(kvCacheScale(kv_scales_, layer, kv));
+  for (int64_t d = 0; d < hd; ++d) head[t * hd + d] = fp8KvCode(row[d], s.inverse);
 }
 
 Status CpuBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
-  const int64_t per_block = geometry_.elementsPerBlock();
+  const size_t per_block = geometry_.bytesPerBlock();
   for (const KvBlockCopy& c : copies) {
-    auto pool = [&](KvPool k) -> std::pair<float*, int64_t> {
+    auto pool = [&](KvPool k) -> std::pair<uint8_t*, int64_t> {
       return k == KvPool::kPrimary ? std::pair{primary_.data(), geometry_.num_blocks}
                                        : std::pair{secondary_.data(), secondary_blocks_};
     };
@@ -174,10 +212,10 @@ Status CpuBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
       return outOfRange("copyKvBlocks: block id out of range (src " + std::to_string(c.src_block) + ", dst " +
                         std::to_string(c.dst_block) + ")");
     if (c.num_tokens < 0 || c.num_tokens >= geometry_.tokens_per_block) {
-      std::memcpy(dst + c.dst_block * per_block, src + c.src_block * per_block, per_block * sizeof(float));
+      std::memcpy(dst + c.dst_block * per_block, src + c.src_block * per_block, per_block);
       continue;
     }
-    const size_t n = static_cast<size_t>(c.num_tokens * geometry_.head_dim) * sizeof(float);
+    const size_t n = static_cast<size_t>(c.num_tokens * geometry_.head_dim) * dtypeSize(geometry_.dtype);
     for (int64_t layer = 0; layer < geometry_.num_layers; ++layer)
       for (int kv = 0; kv < 2; ++kv)
         for (int64_t h = 0; h < geometry_.num_kv_heads; ++h)

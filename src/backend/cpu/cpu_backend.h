@@ -45,6 +45,9 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
   const KvPoolGeometry& kvGeometry() const override { return geometry_; }
   Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
   Status readKvBlock(KvPool pool, int32_t block, float* dst) override;
+  // F32 pools store the values; F8_E4M3 pools their codes (core/fp8.h's Fp8KvScale rule), which
+  // attention reads back as code * scale.
+  Status setKvCacheScales(std::span<const float> scales) override;
 
   Status beginStep(const StepInputs& inputs) override;
   void embedding(const TensorView& table, TensorView out) override;
@@ -76,8 +79,6 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
   Result<uint64_t> argmaxRowsAsync(const TensorView& logits) override;
   Status waitArgmax(uint64_t ticket, int32_t* out) override;
 
-  // Test access: the float32 primary pool.
-
   // Anonymous zero-filled memory the OS commits page by page on first touch,
   // so a large pool costs only what is used.
   class LazyBuffer {
@@ -86,19 +87,24 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
     ~LazyBuffer();
     LazyBuffer(const LazyBuffer&) = delete;
     LazyBuffer& operator=(const LazyBuffer&) = delete;
-    Status allocate(size_t floats);
-    float* data() const { return data_; }
+    Status allocate(size_t bytes);
+    uint8_t* data() const { return data_; }
 
    private:
-    float* data_ = nullptr;
+    uint8_t* data_ = nullptr;
     size_t bytes_ = 0;
   };
 
  private:
   void linearFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
   void linearInt8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
-  // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block.
-  float* kvBlockHead(float* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
+  // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block (the pool's elements).
+  uint8_t* kvBlockHead(uint8_t* pool_base, int64_t block, int64_t layer, int kv, int64_t h) const;
+  // Token `t` of such a head as float32: the pool's own row (F32), or its codes times the scale
+  // decoded into `scratch` (head_dim floats).
+  const float* kvRow(const uint8_t* head, int64_t t, int64_t layer, int kv, float* scratch) const;
+  // Stores the row (head_dim floats) as token `t` of the head.
+  void putKvRow(uint8_t* head, int64_t t, int64_t layer, int kv, const float* row) const;
 
   HostStep step_;  // the step begun last
   AttentionExtras extras_;  // setAttentionExtras
@@ -114,6 +120,7 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
   std::vector<float> fp8_x_, fp8_x_scale_;  // an 8-bit product's quantized x (FP8: code values) and row scales
   std::vector<int8_t> int8_x_;              // an INT8 product's quantized x
   KvPoolGeometry geometry_;
+  std::vector<float> kv_scales_;  // setKvCacheScales
   int64_t secondary_blocks_ = 0;
   LazyBuffer primary_;
   LazyBuffer secondary_;

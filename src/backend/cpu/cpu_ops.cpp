@@ -243,7 +243,7 @@ void CpuBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const Te
       const TensorView& src = kv == 0 ? k : v;
       const float* row = src.as<const float>() + static_cast<int64_t>(r) * rowStride(src);
       for (int64_t h = 0; h < kvh; ++h)
-        std::memcpy(kvBlockHead(primary_.data(), block, layer, kv, h) + off * hd, row + h * hd, hd * sizeof(float));
+        putKvRow(kvBlockHead(primary_.data(), block, layer, kv, h), off, layer, kv, row + h * hd);
     }
   }
 }

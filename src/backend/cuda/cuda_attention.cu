@@ -54,6 +54,20 @@ struct Vec {
   }
 };
 template <>
+struct Vec<__nv_fp8_e4m3> {  // an FP8 cache: 16 codes, as their values (unscaled)
+  static constexpr int kN = 16;
+  __device__ static void toFloat(const uint4& v, float* o) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float2 f = __half22float2(__half2(
+          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i & 1))), __NV_E4M3)));
+      o[2 * i] = f.x;
+      o[2 * i + 1] = f.y;
+    }
+  }
+};
+template <>
 struct Vec<float> {
   static constexpr int kN = 4;
   __device__ static void toFloat(const uint4& v, float* o) {
@@ -97,7 +111,9 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
   pdlLaunchDependents();
 
   const float* q = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(first) * hd;
-  for (int i = threadIdx.x; i < sub * hd; i += blockDim.x) q_s[i] = i < heads * hd ? q[i] * a.scale : 0.0f;
+  // (An FP8 cache's K scale folded into q: the scores of the codes are the scores of the values.)
+  const float q_scale = a.scale * a.k_scale;
+  for (int i = threadIdx.x; i < sub * hd; i += blockDim.x) q_s[i] = i < heads * hd ? q[i] * q_scale : 0.0f;
 
   float m = -INFINITY, l = 0.0f;
   float acc[kPerLane];
@@ -187,6 +203,8 @@ __global__ void decodeKernel(const T* __restrict__ pool, KvLayout g, DecodeAttnA
 
   if (warp >= heads) return;
   const int head = first + warp;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) acc[i] *= a.v_scale;  // (an FP8 cache's V scale; else 1: exact)
   if (a.splits == 1) {
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     const int64_t o = static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * hd;
@@ -319,13 +337,14 @@ cudaError_t initAttentionKernels() {
   if (cudaError_t e = initDecodeMmaKernels(); e != cudaSuccess) return e;
   if (cudaError_t e = optIn<float>(); e != cudaSuccess) return e;
   if (cudaError_t e = optIn<__half>(); e != cudaSuccess) return e;
+  if (cudaError_t e = optIn<__nv_fp8_e4m3>(); e != cudaSuccess) return e;
   return optIn<__nv_bfloat16>();
 }
 
 bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
                          const float* k, int64_t ld_k, const float* v, int64_t ld_v) {
   auto aligned = [](const float* p, int64_t ld) { return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0; };
-  return kv_dtype != DType::kF32 && decodeMmaSupported(g, num_heads, pool) &&
+  return kv_dtype != DType::kF32 && kv_dtype != DType::kF8E4M3 && decodeMmaSupported(g, num_heads, pool) &&
          (rotary_dim == g.head_dim || rotary_dim == 0) &&
          aligned(k, ld_k) && aligned(v, ld_v);
 }
@@ -342,7 +361,7 @@ cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g,
   if (mma)
     launched = decodeAttentionMma(pool, kv_dtype, g, a, stream);
   else
-    launched = withElementType(kv_dtype, [&](auto tag) {
+    launched = withKvType(kv_dtype, [&](auto tag) {
       return dispatch<decltype(tag)>(pool, g, a, static_cast<int>(group), stream);
     });
   if (launched != cudaSuccess || a.splits == 1) return launched;

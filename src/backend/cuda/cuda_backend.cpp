@@ -57,11 +57,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const CudaBackendOption
   if (!supported(options.weight_dtype))
     return fieldError("CudaBackendOptions", "weight_dtype", std::string(dtypeName(options.weight_dtype)),
                       "BF16, F16 or F32");
-  if (!supported(options.kv_dtype))
+  if (!supported(options.kv_dtype) && options.kv_dtype != DType::kF8E4M3)
     return fieldError("CudaBackendOptions", "kv_dtype", std::string(dtypeName(options.kv_dtype)),
-                      "BF16, F16 or F32");
+                      "BF16, F16, F32 or F8_E4M3");
   std::unique_ptr<CudaBackend> b(new CudaBackend(options));
-  if (options.weight_dtype == DType::kF32) b->options_.kv_dtype = DType::kF32;
+  if (options.weight_dtype == DType::kF32 && options.kv_dtype != DType::kF8E4M3) b->options_.kv_dtype = DType::kF32;
   LLMRT_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(b->stream_.out(), cudaStreamNonBlocking));
   LLMRT_RETURN_IF_ERROR(b->kv_.init());  // the copy stream and its events
@@ -469,6 +469,13 @@ Status CudaBackend::copyKvBlocks(std::span<const KvBlockCopy> copies) {
 Status CudaBackend::readKvBlock(KvPool pool, int32_t block, float* dst) {
   if (failed()) return error_;
   return kv_.readBlock(pool, block, dst, stream_.get());
+}
+
+Status CudaBackend::setKvCacheScales(std::span<const float> scales) {
+  if (graphs_.recording()) return internalError("setKvCacheScales while a step is being recorded");
+  LLMRT_RETURN_IF_ERROR(kv_.setScales(scales));
+  graphs_.invalidate();  // recorded kernels carry the old scales
+  return Status::ok();
 }
 
 }  // namespace llmrt

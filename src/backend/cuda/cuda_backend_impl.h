@@ -128,6 +128,7 @@ class CudaBackend final : public Backend {
   Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
   DType preferredKvDtype() const override { return options_.kv_dtype; }
   Status readKvBlock(KvPool pool, int32_t block, float* dst) override;
+  Status setKvCacheScales(std::span<const float> scales) override;
 
   Status reserveWorkspace(int64_t max_tokens, int64_t max_width) override;
   Status beginStep(const StepInputs& inputs) override;

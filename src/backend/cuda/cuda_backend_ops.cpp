@@ -5,6 +5,7 @@
 
 #include "backend/cuda/cuda_backend_impl.h"
 #include "backend/cuda/cuda_flash_attention.h"
+#include "core/fp8.h"
 #include "core/logging.h"
 
 namespace llmrt {
@@ -381,6 +382,8 @@ void CudaBackend::ropeWriteKv(int64_t layer, TensorView q, TensorView k, const T
   a.half = step_.host().rotary_dim / 2;
   a.scaling = step_.host().rope_scaling;
   a.rows = step_.host().numTokens();
+  a.k_inverse = Fp8KvScale::of(kv_.scale(layer, 0)).inverse;  // (1 but for an FP8 cache)
+  a.v_inverse = Fp8KvScale::of(kv_.scale(layer, 1)).inverse;
   LLMRT_CUDA_OP_CHECK(cuda::ropeWriteKv(kv_.primary(), kv_.geometry().dtype, kv_.layout(), a, stream_.get()));
 }
 
@@ -439,6 +442,8 @@ cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q,
   a.splits = dev.splits;
   a.partial = static_cast<float*>(partial_.get());
   a.tensor_cores = tuning().mma_decode;
+  a.k_scale = kv_.scale(layer, 0);
+  a.v_scale = kv_.scale(layer, 1);
   return a;
 }
 
@@ -496,6 +501,8 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
     a.sliding_window = static_cast<int32_t>(sliding_window);
     a.tiles = dev.tiles;
     a.num_tiles = dev.num_tiles;
+    a.k_scale = kv_.scale(layer, 0);
+    a.v_scale = kv_.scale(layer, 1);
     LLMRT_CUDA_OP_CHECK(cuda::flashAttention(kv_.primary(), kv_dtype, kv_.layout(), a, stream_.get()));
   }
 }

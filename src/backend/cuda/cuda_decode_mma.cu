@@ -33,11 +33,13 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cuda/cuda_flash_attention.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_mma.h"
 #include "backend/cuda/cuda_pdl.h"
+#include "backend/cuda/cuda_vec.h"
 
 namespace llmrt::cuda {
 namespace {
@@ -66,6 +68,10 @@ struct Geometry {
   static constexpr int kAccStride = kHeadDim + 8;
   static constexpr size_t kMergeBytes = static_cast<size_t>(kWarps) * kRows * (kAccStride + 2) * sizeof(float);
   static constexpr size_t kSmemBytes = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;
+  // An FP8 cache: the codes land in a staging ring behind it ([stage][K, V][kTileKeys][kHeadDim]
+  // bytes), and each thread turns the 8 codes it copied into fp16 in the ring above.
+  static constexpr int kStageTileBytes = kTileKeys * kHeadDim;
+  static constexpr size_t kFp8SmemBytes = kSmemBytes + static_cast<size_t>(kStages) * 2 * kStageTileBytes;
   static_assert(kThreads % kChunksPerRow == 0 && kTileKeys % kRowsPerPass == 0, "load mapping");
 };
 
@@ -77,12 +83,17 @@ struct Geometry {
 // key from the pool, as attention after ropeWriteKv does.) Nothing else the kernel gathers comes
 // from the kernels before it, so the first tiles' gather starts before the wait. A model without
 // rotary embeddings (a.rope.inv_freq null: learned positions, ALiBi) only has the KV write fused.
-// kExtras: a.extras applies to the scores.
-template <int kHeadDim, typename H, bool kRope, bool kExtras>
+// kExtras: a.extras applies to the scores. kFp8 (H = __half, no kRope): the pool holds E4M3 codes,
+// copied into the staging ring and turned into fp16 (exact) before the tile is read; K's scale is
+// folded into q and V's into the output.
+template <int kHeadDim, typename H, bool kRope, bool kExtras, bool kFp8 = false>
 __global__ void __launch_bounds__(kThreads)
-    decodeMmaKernel(const H* __restrict__ pool, KvLayout g, DecodeAttnArgs a, int group,
+    decodeMmaKernel(const void* __restrict__ pool_raw, KvLayout g, DecodeAttnArgs a, int group,
                     int tpb_shift) {
+  static_assert(!kFp8 || (!kRope && std::is_same_v<H, __half>), "FP8 codes are computed as fp16, RoPE apart");
   using G = Geometry<kHeadDim>;
+  using P = std::conditional_t<kFp8, __nv_fp8_e4m3, H>;  // the pool's element
+  const P* pool = static_cast<const P*>(pool_raw);
   constexpr int kDimChunks = kHeadDim / 16;  // k-chunks of S = Q K^T, dim pairs of O = P V
   constexpr int kDimTiles = kHeadDim / 8;    // n-tiles of O
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -104,6 +115,21 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tpb_mask = (int64_t{1} << tpb_shift) - 1;
   const int ld_row = tid / G::kChunksPerRow, ld_chunk = tid % G::kChunksPerRow;
   const uint32_t ring = sharedAddress(smem_raw);  // [stage][K, V][kTileKeys][kStride] bf16
+  const uint32_t stage_ring = ring + static_cast<uint32_t>(G::kSmemBytes);  // kFp8: the codes
+  // kFp8: this thread's codes of tile t (copied by it, so landed after its wait) into the ring as fp16.
+  auto convertTile = [&](int t) {
+#pragma unroll
+    for (int i = 0; i < G::kLoadPasses; ++i) {
+      const int row = ld_row + i * G::kRowsPerPass;
+      const uint32_t st = (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + ld_chunk * 8;
+      const uint32_t off = (t % kStages) * 2 * G::kTileBytes + (row * G::kStride + ld_chunk * 8) * 2;
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv) {
+        const uint2 codes = *reinterpret_cast<const uint2*>(smem_raw + G::kSmemBytes + st + kv * G::kStageTileBytes);
+        *reinterpret_cast<uint4*>(smem_raw + off + kv * G::kTileBytes) = fp8x8ToHalf(codes);
+      }
+    }
+  };
 
   constexpr int kHalf = kHeadDim / 2;
   __shared__ float rope_cs[kRope ? kHeadDim : 1];  // kRope: cos [0, kHalf), sin [kHalf, kHeadDim)
@@ -175,13 +201,19 @@ __global__ void __launch_bounds__(kThreads)
       const int row = ld_row + i * G::kRowsPerPass;
       const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
       const bool valid = j < end;
-      const H* k_src = pool;
-      const H* v_src = pool;
+      const P* k_src = pool;
+      const P* v_src = pool;
       if (valid) {
         const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
                            (j & tpb_mask) * kHeadDim + ld_chunk * 8;
         k_src = pool + k_off + at;
         v_src = pool + v_off + at;
+      }
+      if constexpr (kFp8) {
+        const uint32_t st = stage_ring + (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + ld_chunk * 8;
+        cpAsync8(st, k_src, valid);
+        cpAsync8(st + G::kStageTileBytes, v_src, valid);
+        continue;
       }
       const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
       if constexpr (kRope) {
@@ -224,6 +256,7 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t q_hi[kDimChunks][4], q_lo[kDimChunks][4];
   {
     const bool ok = gq < group;
+    const float q_mul = a.k_scale;  // (an FP8 cache's K scale; else 1: exact)
     const float* q_row = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh * group + gq) * kHeadDim;
     float qv[kDimChunks][2][2];  // [chunk][half][pair]: features c * 16 + half * 8 + 2 tq (+1)
 #pragma unroll
@@ -231,7 +264,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] : 0.0f;
+        for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] * q_mul : 0.0f;
     if (rotate) {  // feature i's partner i + kHalf sits kDimChunks / 2 chunks on, in this thread
 #pragma unroll
       for (int c = 0; c < kDimChunks / 2; ++c)
@@ -274,6 +307,7 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int t = 0; t < num_tiles; ++t) {
     cpAsyncWait<kStages - 2>();  // tile t has landed (this thread's copies)
+    if constexpr (kFp8) convertTile(t);
     __syncthreads();             // everyone's copies; and tile t - 1's buffer is no longer read
     if (t + kStages - 1 < num_tiles) loadTile(t + kStages - 1, true);
     cpAsyncCommit();
@@ -365,6 +399,7 @@ __global__ void __launch_bounds__(kThreads)
       acc = fmaf(acc_s[(w * kRows + r) * G::kAccStride + d], wt, acc);
       l = fmaf(sum_s[w * kRows + r], wt, l);
     }
+    acc *= a.v_scale;  // (an FP8 cache's V scale; else 1: exact)
     const int head = kvh * group + r;
     if (a.splits == 1) {
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
@@ -389,18 +424,33 @@ cudaError_t optInOne() {
                  decodeMmaKernel<kHeadDim, H, false, true>, decodeMmaKernel<kHeadDim, H, true, true>})
     if (cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes); e != cudaSuccess)
       return e;
+  if constexpr (std::is_same_v<H, __half>) {
+    const int fp8_bytes = static_cast<int>(Geometry<kHeadDim>::kFp8SmemBytes);
+    for (auto k : {decodeMmaKernel<kHeadDim, H, false, false, true>, decodeMmaKernel<kHeadDim, H, false, true, true>})
+      if (cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, fp8_bytes);
+          e != cudaSuccess)
+        return e;
+  }
   return cudaSuccess;
 }
 
 template <int kHeadDim, typename H>
-cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream) {
+cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream,
+                      bool fp8) {
   const int tpb_shift = tokensPerBlockShift(g);
   const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
                   static_cast<unsigned>(a.splits));
-  auto go = [&](auto kernel) {
-    return launchPdl(kernel, grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream, static_cast<const H*>(pool), g,
-                     a, group, tpb_shift);
+  auto go = [&](auto kernel, size_t smem = Geometry<kHeadDim>::kSmemBytes) {
+    return launchPdl(kernel, grid, kThreads, smem, stream, pool, g, a, group, tpb_shift);
   };
+  if constexpr (std::is_same_v<H, __half>) {
+    if (fp8) {
+      if (a.rope.k) return cudaErrorInvalidValue;
+      constexpr size_t smem = Geometry<kHeadDim>::kFp8SmemBytes;
+      return a.extras.any() ? go(decodeMmaKernel<kHeadDim, H, false, true, true>, smem)
+                            : go(decodeMmaKernel<kHeadDim, H, false, false, true>, smem);
+    }
+  }
   if (a.extras.any())
     return a.rope.k ? go(decodeMmaKernel<kHeadDim, H, true, true>) : go(decodeMmaKernel<kHeadDim, H, false, true>);
   return a.rope.k ? go(decodeMmaKernel<kHeadDim, H, true, false>) : go(decodeMmaKernel<kHeadDim, H, false, false>);
@@ -426,10 +476,11 @@ cudaError_t decodeAttentionMma(const void* pool, DType kv_dtype, const KvLayout&
                                cudaStream_t stream) {
   if (!decodeMmaSupported(g, a.num_heads, pool) || a.layer < 0) return cudaErrorInvalidValue;
   const int group = static_cast<int>(a.num_heads / g.num_kv_heads);
-  return withHalfType(kv_dtype, [&](auto tag) {
+  const bool fp8 = kv_dtype == DType::kF8E4M3;  // codes computed as fp16
+  return withHalfType(fp8 ? DType::kF16 : kv_dtype, [&](auto tag) {
     using H = decltype(tag);
-    return g.head_dim == 64 ? launchOne<64, H>(pool, g, a, group, stream)
-                            : launchOne<128, H>(pool, g, a, group, stream);
+    return g.head_dim == 64 ? launchOne<64, H>(pool, g, a, group, stream, fp8)
+                            : launchOne<128, H>(pool, g, a, group, stream, fp8);
   });
 }
 

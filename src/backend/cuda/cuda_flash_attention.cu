@@ -81,6 +81,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "backend/cuda/cuda_flash_attention.h"
 #include "backend/cuda/cuda_mma.h"
@@ -106,6 +107,10 @@ struct Geometry {
   static constexpr int kRowsPerPass = kThreads / kChunksPerRow;  // key rows one pass loads
   static constexpr int kLoadPasses = kBlockN / kRowsPerPass;
   static constexpr size_t kSmemBytes = 4 * static_cast<size_t>(kTileBytes);  // {K, V} x 2 stages
+  // An FP8 cache: the codes land in a staging area behind it ([stage][K, V][kBlockN][kHeadDim]
+  // bytes), and each thread turns the 8 codes it copied into fp16 in the tiles above.
+  static constexpr int kStageTileBytes = kBlockN * kHeadDim;
+  static constexpr size_t kFp8SmemBytes = kSmemBytes + 4 * static_cast<size_t>(kStageTileBytes);
   static_assert(kThreads % kChunksPerRow == 0 && kBlockN % kRowsPerPass == 0, "load mapping");
 };
 
@@ -130,12 +135,17 @@ __device__ __forceinline__ void storePair(H* p, float x, float y, bool vec) {
 
 // vec_io: q and out are 8-byte aligned with even leading dimensions (float2 access).
 // H: the cache's element type and the products' operand type (__nv_bfloat16 or __half).
-// kExtras: a.extras applies to the scores.
-template <int kHeadDim, typename H, bool kExtras>
+// kExtras: a.extras applies to the scores. kFp8 (H = __half): the pool holds E4M3 codes, copied
+// into the staging area and turned into fp16 (exact) before the tile is read; K's scale is folded
+// into Q and V's into O.
+template <int kHeadDim, typename H, bool kExtras, bool kFp8 = false>
 __global__ void __launch_bounds__(kThreads)
-    flashAttentionKernel(const H* __restrict__ pool, KvLayout g, FlashAttnArgs a, int tpb_shift,
+    flashAttentionKernel(const void* __restrict__ pool_raw, KvLayout g, FlashAttnArgs a, int tpb_shift,
                          bool vec_io) {
+  static_assert(!kFp8 || std::is_same_v<H, __half>, "FP8 codes are computed as fp16");
   using G = Geometry<kHeadDim>;
+  using P = std::conditional_t<kFp8, __nv_fp8_e4m3, H>;  // the pool's element
+  const P* pool = static_cast<const P*>(pool_raw);
   constexpr int kDimChunks = kHeadDim / 16;  // k-chunks of S = Q K^T, dim pairs of O = P V
   constexpr int kDimTiles = kHeadDim / 8;    // n-tiles of O
   constexpr int kKeyTiles = kBlockN / 8;     // n-tiles of S
@@ -168,6 +178,21 @@ __global__ void __launch_bounds__(kThreads)
   const int tpb_mask = (1 << tpb_shift) - 1;
   const int ld_row = tid / G::kChunksPerRow, ld_chunk = tid % G::kChunksPerRow;
   const uint32_t smem_base = sharedAddress(smem_raw);  // [stage][K, V][kBlockN][kStride] bf16
+  const uint32_t stage_base = smem_base + static_cast<uint32_t>(G::kSmemBytes);  // kFp8: the codes
+  // kFp8: this thread's codes of the stage (copied by it, so landed after its wait) into its tiles as fp16.
+  auto convertStage = [&](int stage) {
+#pragma unroll
+    for (int i = 0; i < G::kLoadPasses; ++i) {
+      const int row = ld_row + i * G::kRowsPerPass;
+      const int st = 2 * stage * G::kStageTileBytes + row * kHeadDim + ld_chunk * 8;
+      const int off = 2 * stage * G::kTileBytes + (row * G::kStride + ld_chunk * 8) * 2;
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv) {
+        const uint2 codes = *reinterpret_cast<const uint2*>(smem_raw + G::kSmemBytes + st + kv * G::kStageTileBytes);
+        *reinterpret_cast<uint4*>(smem_raw + off + kv * G::kTileBytes) = fp8x8ToHalf(codes);
+      }
+    }
+  };
 
   auto loadKvTile = [&](int kt, int stage) {
     const uint32_t k_dst = smem_base + (2 * stage) * G::kTileBytes;
@@ -177,13 +202,19 @@ __global__ void __launch_bounds__(kThreads)
       const int row = ld_row + i * G::kRowsPerPass;
       const int j = kt * kBlockN + row;  // key position
       const bool valid = j >= key_lo && j <= p_last;
-      const H* k_src = pool;  // any valid address; not read when !valid
-      const H* v_src = pool;
+      const P* k_src = pool;  // any valid address; not read when !valid
+      const P* v_src = pool;
       if (valid) {
         const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
                            static_cast<int64_t>(j & tpb_mask) * kHeadDim + ld_chunk * 8;
         k_src = pool + k_off + at;
         v_src = pool + v_off + at;
+      }
+      if constexpr (kFp8) {
+        const uint32_t st = stage_base + 2 * stage * G::kStageTileBytes + row * kHeadDim + ld_chunk * 8;
+        cpAsync8(st, k_src, valid);
+        cpAsync8(st + G::kStageTileBytes, v_src, valid);
+        continue;
       }
       const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
       cpAsync16(k_dst + off, k_src, valid);
@@ -204,6 +235,7 @@ __global__ void __launch_bounds__(kThreads)
     const float* q_row = ok ? a.q + static_cast<int64_t>(seq.q_start + r0 + row) * a.ld_q +
                                   static_cast<int64_t>(head) * kHeadDim
                             : a.q;
+    const float q_mul = a.k_scale;  // (an FP8 cache's K scale; else 1: exact)
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c) {
 #pragma unroll
@@ -219,6 +251,8 @@ __global__ void __launch_bounds__(kThreads)
             x = q_row[col];
             y = q_row[col + 1];
           }
+          x *= q_mul;
+          y *= q_mul;
         }
         splitPair<H>(x, y, q_hi[c][h + 2 * half], q_lo[c][h + 2 * half]);
       }
@@ -260,6 +294,7 @@ __global__ void __launch_bounds__(kThreads)
     } else {
       cpAsyncWait<0>();
     }
+    if constexpr (kFp8) convertStage(stage);
     __syncthreads();  // every thread's copies of this tile are visible
 
     if (warp_active && n0 <= w_p_last && n0 + kBlockN - 1 >= w_key_lo) {
@@ -377,7 +412,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int h = 0; h < 2; ++h) {
     const int row = w_row0 + gq + 8 * h;
     if (row >= rows) continue;
-    const float inv = 1.0f / row_sum[h];  // >= 1: every row sees its own key, whose weight is exp(0)
+    // (>= 1: every row sees its own key, whose weight is exp(0); times an FP8 cache's V scale, else 1)
+    const float inv = 1.0f / row_sum[h] * a.v_scale;
     const int64_t o_off = static_cast<int64_t>(seq.q_start + r0 + row) * a.ld_out +
                           static_cast<int64_t>(head) * kHeadDim;
     auto write = [&](auto* o_row) {
@@ -396,10 +432,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int kHeadDim, typename H, bool kExtras>
+template <int kHeadDim, typename H, bool kExtras, bool kFp8 = false>
 cudaError_t setKernelAttributes() {
-  auto kernel = flashAttentionKernel<kHeadDim, H, kExtras>;
-  constexpr size_t smem = Geometry<kHeadDim>::kSmemBytes;
+  auto kernel = flashAttentionKernel<kHeadDim, H, kExtras, kFp8>;
+  constexpr size_t smem = kFp8 ? Geometry<kHeadDim>::kFp8SmemBytes : Geometry<kHeadDim>::kSmemBytes;
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
@@ -414,22 +450,34 @@ cudaError_t setKernelAttributes() {
 // Both instantiations (without and with the attention extras).
 template <int kHeadDim, typename H>
 cudaError_t setAttributes() {
-  const cudaError_t e = setKernelAttributes<kHeadDim, H, false>();
-  return e != cudaSuccess ? e : setKernelAttributes<kHeadDim, H, true>();
+  cudaError_t e = setKernelAttributes<kHeadDim, H, false>();
+  if (e == cudaSuccess) e = setKernelAttributes<kHeadDim, H, true>();
+  if constexpr (std::is_same_v<H, __half>) {  // an FP8 cache's codes, computed as fp16
+    if (e == cudaSuccess) e = setKernelAttributes<kHeadDim, H, false, true>();
+    if (e == cudaSuccess) e = setKernelAttributes<kHeadDim, H, true, true>();
+  }
+  return e;
 }
 
 std::atomic<bool> g_attributes_set{false};
 
 template <int kHeadDim, typename H>
-cudaError_t launchFlash(const void* pool, const KvLayout& g, const FlashAttnArgs& a, cudaStream_t stream) {
+cudaError_t launchFlash(const void* pool, const KvLayout& g, const FlashAttnArgs& a, cudaStream_t stream, bool fp8) {
   const int tpb_shift = tokensPerBlockShift(g);
   const bool vec_io = reinterpret_cast<uintptr_t>(a.q) % 8 == 0 && a.ld_q % 2 == 0 &&
                       reinterpret_cast<uintptr_t>(a.out) % (a.out_dtype == DType::kF32 ? 8 : 4) == 0 &&
                       a.ld_out % 2 == 0;
   const dim3 grid(static_cast<unsigned>(a.num_tiles), static_cast<unsigned>(a.num_heads));
+  if constexpr (std::is_same_v<H, __half>) {
+    if (fp8) {
+      auto kernel = a.extras.any() ? flashAttentionKernel<kHeadDim, H, true, true>
+                                   : flashAttentionKernel<kHeadDim, H, false, true>;
+      kernel<<<grid, kThreads, Geometry<kHeadDim>::kFp8SmemBytes, stream>>>(pool, g, a, tpb_shift, vec_io);
+      return cudaGetLastError();
+    }
+  }
   auto kernel = a.extras.any() ? flashAttentionKernel<kHeadDim, H, true> : flashAttentionKernel<kHeadDim, H, false>;
-  kernel<<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(static_cast<const H*>(pool), g, a, tpb_shift,
-                                                                       vec_io);
+  kernel<<<grid, kThreads, Geometry<kHeadDim>::kSmemBytes, stream>>>(pool, g, a, tpb_shift, vec_io);
   return cudaGetLastError();
 }
 
@@ -454,7 +502,7 @@ cudaError_t initFlashAttentionKernels() {
 cudaError_t flashAttention(const void* pool, DType kv_dtype, const KvLayout& g, const FlashAttnArgs& a,
                            cudaStream_t stream) {
   if (a.num_tiles < 0 || !flashAttentionSupported(g, a.num_heads) || reinterpret_cast<uintptr_t>(pool) % 16 != 0 ||
-      a.layer < 0 || (kv_dtype != DType::kBF16 && kv_dtype != DType::kF16)) {
+      a.layer < 0 || (kv_dtype != DType::kBF16 && kv_dtype != DType::kF16 && kv_dtype != DType::kF8E4M3)) {
     return cudaErrorInvalidValue;
   }
   if (a.num_tiles == 0) return cudaSuccess;
@@ -462,9 +510,11 @@ cudaError_t flashAttention(const void* pool, DType kv_dtype, const KvLayout& g, 
     const cudaError_t e = initFlashAttentionKernels();
     if (e != cudaSuccess) return e;
   }
-  return withHalfType(kv_dtype, [&](auto tag) {
+  const bool fp8 = kv_dtype == DType::kF8E4M3;  // codes computed as fp16
+  return withHalfType(fp8 ? DType::kF16 : kv_dtype, [&](auto tag) {
     using H = decltype(tag);
-    return g.head_dim == 64 ? launchFlash<64, H>(pool, g, a, stream) : launchFlash<128, H>(pool, g, a, stream);
+    return g.head_dim == 64 ? launchFlash<64, H>(pool, g, a, stream, fp8)
+                            : launchFlash<128, H>(pool, g, a, stream, fp8);
   });
 }
 

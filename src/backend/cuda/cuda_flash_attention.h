@@ -37,12 +37,16 @@ struct FlashAttnArgs {
                            // kFlashBlockM query rows; any order (the kernel runs the last ones first)
   int32_t num_tiles;
   AttnExtras extras;  // soft-capping and ALiBi (none by default)
+  // An FP8 cache: its layer's K and V scales (K's folded into Q, V's into O); else 1.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 // True when the kernel supports this geometry: head_dim 64 or 128; tokens_per_block a power of two
 // (any, 1 included); num_kv_heads >= 1; 1 <= num_heads <= 65535 and num_heads % num_kv_heads == 0
-// (any GQA group); elems_per_block a multiple of 8 (16-byte aligned blocks). The pool must be bf16
-// or fp16 (flashAttention checks its dtype).
+// (any GQA group); elems_per_block a multiple of 8 (16-byte aligned blocks). The pool must be bf16,
+// fp16 or FP8 E4M3 (flashAttention checks its dtype; FP8 codes are turned into fp16 in shared
+// memory and computed as an fp16 cache).
 bool flashAttentionSupported(const KvLayout& g, int32_t num_heads);
 
 // Shared-memory opt-ins of the flash kernels (cudaFuncSetAttribute); call once per device before
@@ -51,7 +55,7 @@ bool flashAttentionSupported(const KvLayout& g, int32_t num_heads);
 cudaError_t initFlashAttentionKernels();
 
 // Enqueues the kernel on `stream`; returns cudaErrorInvalidValue for an unsupported geometry, a pool
-// not 16-byte aligned, a cache neither bf16 nor fp16 or num_tiles < 0, else the launch's error. num_tiles == 0 launches nothing.
+// not 16-byte aligned, a cache neither bf16, fp16 nor FP8 or num_tiles < 0, else the launch's error. num_tiles == 0 launches nothing.
 // `q`/`out` may have any alignment and leading dimension (8-byte aligned with even ld is faster).
 cudaError_t flashAttention(const void* pool, DType kv_dtype, const KvLayout& g, const FlashAttnArgs& a,
                            cudaStream_t stream);

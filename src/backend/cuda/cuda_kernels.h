@@ -123,6 +123,10 @@ struct RopeKvArgs {
   int64_t half;
   float scaling;
   int64_t rows;
+  // What k and v are multiplied by before they are stored (an FP8 cache: its layer's inverse
+  // scales; 1 for the others, which leaves them exact).
+  float k_inverse = 1.0f;
+  float v_inverse = 1.0f;
 };
 cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const RopeKvArgs& a, cudaStream_t stream);
 
@@ -148,6 +152,9 @@ struct DecodeAttnArgs {
   int32_t splits;  // 1..1024
   float* partial;
   AttnExtras extras;  // soft-capping and ALiBi (none by default)
+  // An FP8 cache: its layer's K and V scales (K's folded into q, V's into the output); else 1.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
   // A bf16 / fp16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)
   // unless this is false (cuda tuning mma_decode=off, for measurements).
   bool tensor_cores = true;

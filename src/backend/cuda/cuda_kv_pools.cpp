@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_status.h"
+#include "backend/step.h"
 #include "core/logging.h"
 
 namespace llmrt {
@@ -30,8 +31,8 @@ uint64_t KvPools::secondaryBytes() const {
 }
 
 Status KvPools::check(const KvPoolGeometry& g, int64_t secondary_blocks) {
-  if (g.dtype != DType::kF32 && g.dtype != DType::kBF16 && g.dtype != DType::kF16)
-    return unimplemented("CUDA backend stores the KV cache in F32, BF16 or F16, not " +
+  if (g.dtype != DType::kF32 && g.dtype != DType::kBF16 && g.dtype != DType::kF16 && g.dtype != DType::kF8E4M3)
+    return unimplemented("CUDA backend stores the KV cache in F32, BF16, F16 or F8_E4M3, not " +
                          std::string(dtypeName(g.dtype)));
   if (g.num_blocks <= 0 || g.num_layers <= 0 || g.num_kv_heads <= 0 || g.head_dim <= 0 ||
       g.tokens_per_block <= 0)
@@ -39,6 +40,16 @@ Status KvPools::check(const KvPoolGeometry& g, int64_t secondary_blocks) {
   if (g.head_dim > 256) return unimplemented("CUDA attention supports head_dim <= 256");
   if (secondary_blocks < 0) return invalidArgument("allocateKvPools: secondary_blocks must be >= 0");
   return Status::ok();
+}
+
+Status KvPools::setScales(std::span<const float> scales) {
+  LLMRT_RETURN_IF_ERROR(checkKvCacheScales(scales));
+  scales_.assign(scales.begin(), scales.end());
+  return Status::ok();
+}
+
+float KvPools::scale(int64_t layer, int kv) const {
+  return geometry_.dtype == DType::kF8E4M3 ? kvCacheScale(scales_, layer, kv) : 1.0f;
 }
 
 Status KvPools::waitCopies() const {
@@ -132,6 +143,13 @@ Status KvPools::readBlock(KvPool pool, int32_t block, float* dst, cudaStream_t s
                                              cudaMemcpyDefault, stream));
   LLMRT_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   convertToF32(raw.data(), geometry_.dtype, dst, static_cast<size_t>(geometry_.elementsPerBlock()));
+  if (geometry_.dtype != DType::kF8E4M3) return Status::ok();
+  const int64_t head_elems = geometry_.tokens_per_block * geometry_.head_dim;
+  for (int64_t layer = 0; layer < geometry_.num_layers; ++layer)
+    for (int kv = 0; kv < 2; ++kv) {
+      const float s = scale(layer, kv);
+      for (int64_t i = 0; i < geometry_.num_kv_heads * head_elems; ++i) *dst++ *= s;
+    }
   return Status::ok();
 }
 

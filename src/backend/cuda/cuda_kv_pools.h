@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cuda/cuda_handles.h"
@@ -28,7 +29,12 @@ class KvPools {
   uint64_t primaryBytes() const;
   uint64_t secondaryBytes() const;
 
-  // OK when the backend can hold pools of `g` (F32 / BF16 / F16, positive sizes, head_dim <= 256)
+  // An FP8 pool's K / V scales (Backend::setKvCacheScales); the scale of (layer, kv): 1 but for an
+  // FP8 pool.
+  Status setScales(std::span<const float> scales);
+  float scale(int64_t layer, int kv) const;
+
+  // OK when the backend can hold pools of `g` (F32 / BF16 / F16 / F8_E4M3, positive sizes, head_dim <= 256)
   // and `secondary_blocks` host blocks.
   static Status check(const KvPoolGeometry& g, int64_t secondary_blocks);
   // Waits for the block copies in flight on the copy stream.
@@ -50,6 +56,7 @@ class KvPools {
   CudaEvent copies_ready_;
   CudaEvent copies_done_;
   KvPoolGeometry geometry_;
+  std::vector<float> scales_;
   int64_t secondary_blocks_ = 0;
   DeviceMemory primary_;
   PinnedMemory secondary_;

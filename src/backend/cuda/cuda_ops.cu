@@ -265,18 +265,20 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
     x[i] = y.x;
     x[i + half] = y.y;
     if (k_dst) {
-      storeFloat(k_dst + h * head_stride + i, y.x);
-      storeFloat(k_dst + h * head_stride + i + half, y.y);
+      storeFloat(k_dst + h * head_stride + i, y.x * a.k_inverse);
+      storeFloat(k_dst + h * head_stride + i + half, y.y * a.k_inverse);
     }
   }
   if (!k_dst) return;
   const float* vr = a.v + r * a.ld_v;
   for (int64_t e = threadIdx.x; e < kvh * hd; e += blockDim.x) {
     const int64_t h = e / hd, d = e % hd;
-    if (d >= 2 * half) storeFloat(k_dst + h * head_stride + d, kr[e]);  // untouched by the rotation above
-    storeFloat(v_dst + h * head_stride + d, vr[e]);
+    if (d >= 2 * half) storeFloat(k_dst + h * head_stride + d, kr[e] * a.k_inverse);  // not rotated above
+    storeFloat(v_dst + h * head_stride + d, vr[e] * a.v_inverse);
   }
 }
+
+__device__ __forceinline__ float4 scaled(float4 v, float s) { return make_float4(v.x * s, v.y * s, v.z * s, v.w * s); }
 
 // ropeWriteKvKernel four features at a time (float4 reads of q, k, v; 8- or 16-byte cache
 // writes) with 32-bit index arithmetic. Requires half and head_dim multiples of 4, the row
@@ -316,8 +318,8 @@ __global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
     float4 y1, y2;
     rotate(kr + h * hd, i, y1, y2);
     if (k_dst) {
-      store4(k_dst + h * head_stride + i, y1);
-      store4(k_dst + h * head_stride + i + half, y2);
+      store4(k_dst + h * head_stride + i, scaled(y1, a.k_inverse));
+      store4(k_dst + h * head_stride + i + half, scaled(y2, a.k_inverse));
     }
   }
   if (!k_dst) return;
@@ -326,8 +328,8 @@ __global__ void ropeWriteKvVecKernel(T* pool, KvLayout g, RopeKvArgs a) {
   for (int e = threadIdx.x; e < kvh * hd4; e += blockDim.x) {
     const int h = e / hd4, d = (e - h * hd4) * 4;
     if (d >= 2 * half)  // untouched by the rotation above
-      store4(k_dst + h * head_stride + d, *reinterpret_cast<const float4*>(kr + h * hd + d));
-    store4(v_dst + h * head_stride + d, *reinterpret_cast<const float4*>(vr + h * hd + d));
+      store4(k_dst + h * head_stride + d, scaled(*reinterpret_cast<const float4*>(kr + h * hd + d), a.k_inverse));
+    store4(v_dst + h * head_stride + d, scaled(*reinterpret_cast<const float4*>(vr + h * hd + d), a.v_inverse));
   }
 }
 
@@ -525,12 +527,12 @@ cudaError_t ropeWriteKv(void* pool, DType kv_dtype, const KvLayout& g, const Rop
   if (vec) {
     const int64_t items = std::max(a.q_heads * a.half, g.num_kv_heads * g.head_dim) / 4;
     const int tv = items > 128 ? 256 : 128;
-    return launched(withElementType(kv_dtype, [&](auto tag) {
+    return launched(withKvType(kv_dtype, [&](auto tag) {
       using T = decltype(tag);
       return launchPdl(ropeWriteKvVecKernel<T>, a.rows, tv, smem, stream, static_cast<T*>(pool), g, a);
     }));
   }
-  return launched(withElementType(kv_dtype, [&](auto tag) {
+  return launched(withKvType(kv_dtype, [&](auto tag) {
     using T = decltype(tag);
     return launchPdl(ropeWriteKvKernel<T>, a.rows, t, smem, stream, static_cast<T*>(pool), g, a);
   }));

@@ -55,11 +55,11 @@ Status StepUploader::plan(const StepInputs& inputs, const KvPoolGeometry& geomet
   const int64_t R = static_cast<int64_t>(step_.logit_rows.size());
 
   // Attention work lists: context chunks of kFlashMinRows rows or more go to the tensor-core
-  // kernel in tiles of kFlashBlockM rows (bf16 or fp16 cache, head_dim 64 or 128); every other row is an
+  // kernel in tiles of kFlashBlockM rows (bf16, fp16 or FP8 cache, head_dim 64 or 128); every other row is an
   // item of the decode kernel.
   constexpr int64_t kFlashMinRows = 16;
   const bool flash =
-      use_flash && isHalf(geometry.dtype) &&
+      use_flash && (isHalf(geometry.dtype) || geometry.dtype == DType::kF8E4M3) &&
       cuda::flashAttentionSupported(kvLayout(geometry), static_cast<int32_t>(geometry.num_kv_heads));
   items_.clear();
   tiles_.clear();

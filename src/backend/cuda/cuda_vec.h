@@ -6,6 +6,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "core/dtype.h"
 
@@ -28,6 +29,12 @@ __device__ __forceinline__ float toFloat(__half v) { return __half2float(v); }
 __device__ __forceinline__ void storeFloat(float* p, float v) { *p = v; }
 __device__ __forceinline__ void storeFloat(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void storeFloat(__half* p, float v) { *p = __float2half_rn(v); }
+// An FP8 KV cache's codes (core/fp8.h's Fp8KvScale rule: the caller multiplies by the inverse
+// scale; the conversion saturates, as the rule's clamp): the code's value, unscaled.
+__device__ __forceinline__ float toFloat(__nv_fp8_e4m3 v) { return static_cast<float>(v); }
+__device__ __forceinline__ void storeFloat(__nv_fp8_e4m3* p, float v) {
+  p->__x = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
 
 // Two adjacent 16-bit values packed in 32 bits (the lower index in the low half).
 __device__ __forceinline__ float2 pairToFloat2(uint32_t v, const __nv_bfloat16*) {
@@ -103,6 +110,26 @@ __device__ __forceinline__ void store4(H* p, const float4& a) {
   *reinterpret_cast<uint2*>(p) = v;
 }
 
+__device__ __forceinline__ void store4(__nv_fp8_e4m3* p, const float4& a) {
+  const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(a.x, a.y), __NV_SATFINITE, __NV_E4M3);
+  const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(a.z, a.w), __NV_SATFINITE, __NV_E4M3);
+  *reinterpret_cast<uint32_t*>(p) = lo | (hi << 16);
+}
+// Eight E4M3 codes (8 bytes, the lowest index in the low byte) as eight fp16 values (exact: every
+// E4M3 value is an fp16 value), the lowest index in the low half of .x.
+__device__ __forceinline__ uint4 fp8x8ToHalf(uint2 codes) {
+  uint4 h;
+  uint32_t* o = &h.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t word = i < 2 ? codes.x : codes.y;
+    const __half2_raw r =
+        __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(word >> (16 * (i & 1))), __NV_E4M3);
+    o[i] = static_cast<uint32_t>(r.x) | (static_cast<uint32_t>(r.y) << 16);
+  }
+  return h;
+}
+
 // Argmax pieces (ties: the lowest id). keepBest: (bv, bi) becomes (v, i) when v is larger, or equal
 // with a lower id. warpArgmax: (bv, bi) becomes the warp's maximum; every lane gets it.
 __device__ __forceinline__ void keepBest(float v, int32_t i, float& bv, int32_t& bi) {
@@ -126,6 +153,12 @@ cudaError_t withElementType(DType dt, F&& f) {
     case DType::kF16: return f(__half{});
     default: return cudaErrorInvalidValue;
   }
+}
+// The same with the FP8 KV cache's codes too (__nv_fp8_e4m3): the KV write and the decode kernel.
+template <typename F>
+cudaError_t withKvType(DType dt, F&& f) {
+  if (dt == DType::kF8E4M3) return f(__nv_fp8_e4m3{});
+  return withElementType(dt, static_cast<F&&>(f));
 }
 // The same for the 16-bit types only.
 template <typename F>

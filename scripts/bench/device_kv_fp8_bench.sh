@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The FP8 KV cache (--kv-cache-dtype fp8) against the bf16 one on a random Llama-3-8B-shaped
+# checkpoint, in one device call, with bf16 and FP8 products: batch-1 decode at prompts of 128 and
+# 8192 tokens (the KV bytes a step reads: 0.13 / 1.07 GB in bf16 at the mean context), offline
+# throughput 512 x 128/128 and 256 x 1000/1000 (the KV-bound workload). docs/perf.md's FP8 KV
+# table comes from its summary.md.
+#
+# usage: scripts/bench/device_kv_fp8_bench.sh BUILD_DIR OUT_DIR
+#   OUT_DIR: bench.jsonl (llmrt-bench lines with "name", "quantization", "kv"), <name>.log, summary.md
+# Environment: BENCH_FLAGS (appended to every llmrt-bench command); SKIP_LONG=1 drops 1000/1000.
+source "$(dirname "$0")/device_args.sh"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+read -r -a extra <<<"${BENCH_FLAGS:-}"
+start=$SECONDS
+note() { echo "[device_kv_fp8_bench $((SECONDS - start))s] $*" >&2; }
+dir=/tmp/kv_fp8_llama8b
+touch "$out/bench.jsonl"
+
+# bench NAME QUANTIZATION KV ARGS...: one llmrt-bench run; its JSON line (or an error line) to bench.jsonl.
+bench() {
+  local name=$1 q=$2 kv=$3
+  shift 3
+  note "$name: $*"
+  local t0=$SECONDS rc=0
+  timeout -k 10 300 "$bin" "$@" --model "$dir" --backend cuda --quantization "$q" --kv-cache-dtype "$kv" \
+    "${extra[@]}" >"$out/$name.out" 2>"$out/$name.log" || rc=$?
+  note "$name: exit $rc in $((SECONDS - t0)) s"
+  python3 "$here/bench_line.py" "$rc" "$out/$name.out" "$out/$name.log" "name=$name" "quantization=$q" "kv=$kv" \
+    >>"$out/bench.jsonl"
+}
+
+note "making $dir"
+python3 "$here/make_random_llama.py" "$dir" --preset 8b >"$out/make.log" 2>&1 || { tail -n 5 "$out/make.log" >&2; exit 1; }
+for kv in auto fp8; do
+  bench "latency128_none_${kv}" none "$kv" latency --input-len 128 --output-len 128 --warmup 2 --iters 5
+  bench "latency8192_none_${kv}" none "$kv" latency --input-len 8192 --output-len 128 --warmup 1 --iters 3
+done
+for q in none fp8; do
+  for kv in auto fp8; do
+    bench "throughput128_${q}_${kv}" "$q" "$kv" throughput --num-requests 512 --max-batch-size 512 \
+      --max-num-tokens 8192 --input-len 128 --output-len 128 --warmup 1
+  done
+done
+if [[ ${SKIP_LONG:-0} != 1 ]]; then
+  for run in "none auto" "none fp8" "fp8 fp8"; do
+    read -r q kv <<<"$run"
+    bench "throughput1000_${q}_${kv}" "$q" "$kv" throughput --num-requests 256 --max-batch-size 512 \
+      --max-num-tokens 8192 --input-len 1000 --output-len 1000
+  done
+fi
+rm -rf "$dir"
+python3 - "$out/bench.jsonl" <<'PY' | tee "$out/summary.md"
+import json, sys
+print("| run | products | KV cache | result |")
+print("|---|---|---|---|")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    res = r.get("results", {})
+    if "error" in r:
+        text = r["error"] + ": " + " / ".join(r.get("log_tail", [])[-2:])
+    elif r["name"].startswith("latency"):
+        text = f"decode {res['decode_ms_per_token']:.3f} ms/token"
+    else:
+        text = (f"{res['output_tokens_per_s']:,.0f} output tok/s, ITL p50 {res['itl_ms_p50']:.2f} ms, "
+                f"TTFT p50 {res['ttft_ms_p50']:.1f} ms")
+    print(f"| {r['name'].split('_')[0]} | {r['quantization']} | {r['kv']} | {text} |")
+PY
