@@ -21,11 +21,17 @@ struct QuantizeOptions {
   int64_t calib_seq_len = 512;
   double alpha = 0.8;          // migration strength, in [0, 1] (LMI's smoothquant_alpha)
   int64_t awq_group_size = 128;  // awq: input features per scale and zero point
+  // Any method: also calibrate the FP8 KV cache — run the calibration text (as smoothquant) and
+  // write each layer's k_scale = max |K| / 448 (K after RoPE) and v_scale = max |V| / 448 as F32
+  // scalars "<attention module>.k_scale" / ".v_scale", which `--kv-cache-dtype fp8` reads (and
+  // vLLM: fp8 / int8 checkpoints declare a compressed-tensors kv_cache_scheme).
+  bool kv_cache_scales = false;
   int num_threads = 0;
 };
 
 struct QuantizeReport {
   int64_t quantized_tensors = 0;  // matrices of products written as float8 / int8
+  int64_t kv_cache_scales = 0;    // k_scale / v_scale tensors written (kv_cache_scales)
   int64_t copied_tensors = 0;     // everything else, as it was
   uint64_t bytes_in = 0, bytes_out = 0;  // tensor bytes read and written
 };

@@ -35,6 +35,12 @@ Result<std::optional<float>> findScale(const WeightSource& weights, const std::s
 
 }  // namespace
 
+std::string kvCacheScaleName(const ModelConfig& config, int64_t layer, int kv) {
+  const std::vector<std::string> qkv = decoderWeightTensors(DecoderWeight::kQkv, config, layer);
+  const std::string& proj = qkv.size() == 3 ? qkv[static_cast<size_t>(1 + kv)] : qkv.at(0);
+  return parentOf(parentOf(proj)) + (kv == 0 ? ".k_scale" : ".v_scale");
+}
+
 Result<std::vector<float>> checkpointKvCacheScales(const ModelConfig& config, const WeightSource& weights) {
   std::vector<float> scales;
   bool any = false, all = true;

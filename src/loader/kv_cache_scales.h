@@ -4,6 +4,7 @@
 // layout) or on the attention module (`<attn>.k_scale`, `<attn>.v_scale`).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "llmrt/model_config.h"
@@ -16,5 +17,9 @@ namespace llmrt {
 // with some but not all of them, or with a scale that is not one positive finite number, is an
 // InvalidArgument naming the tensor.
 Result<std::vector<float>> checkpointKvCacheScales(const ModelConfig& config, const WeightSource& weights);
+
+// The name `llmrt quantize --kv-cache-scales` writes layer `layer`'s K (kv 0) or V (kv 1) scale
+// under: "<attention module>.k_scale" / ".v_scale" (vLLM's current layout).
+std::string kvCacheScaleName(const ModelConfig& config, int64_t layer, int kv);
 
 }  // namespace llmrt

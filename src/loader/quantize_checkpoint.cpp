@@ -18,6 +18,7 @@
 #include "loader/config_parser.h"
 #include "loader/decoder_weights.h"
 #include "loader/json_util.h"
+#include "loader/kv_cache_scales.h"
 #include "loader/model_directory.h"
 #include "loader/safetensors_writer.h"
 #include "loader/smoothing.h"
@@ -113,7 +114,7 @@ Status checkQuantizable(const QuantizeOptions& o, const ModelDirectory& m) {
 }
 
 Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const TensorSmoothing* smoothing,
-                                                const std::string& producer) {
+                                                const std::string& producer, std::span<const float> kv_scales) {
   if (o.method != "fp8" && o.method != "int8" && o.method != "smoothquant" && o.method != "awq")
     return invalidArgument("quantize: --method has value '" + printableText(o.method, 40) +
                            "'; expected fp8, int8, smoothquant or awq");
@@ -233,6 +234,19 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
                          }});
     }
   }
+  if (!kv_scales.empty() && static_cast<int64_t>(kv_scales.size()) != 2 * m.config.num_hidden_layers)
+    return internalError("quantize: " + std::to_string(kv_scales.size()) + " KV cache scales for " +
+                         std::to_string(m.config.num_hidden_layers) + " layers");
+  for (size_t i = 0; i < kv_scales.size(); ++i) {
+    const float s = kv_scales[i];
+    entries.push_back({kvCacheScaleName(m.config, static_cast<int64_t>(i / 2), static_cast<int>(i % 2)), DType::kF32,
+                       Shape{}, [s](std::vector<char>& out) {
+                         out.resize(sizeof(float));
+                         std::memcpy(out.data(), &s, sizeof(float));
+                         return Status::ok();
+                       }});
+    ++report.kv_cache_scales;
+  }
   for (const SafetensorsEntry& e : entries) report.bytes_out += static_cast<uint64_t>(e.shape.numel()) * dtypeSize(e.dtype);
 
   auto cleanup = [&](Status s) {
@@ -261,6 +275,9 @@ Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& o, const 
   } else {
     (*root)["quantization_config"] =
         compressedTensorsConfig(int8, producer.empty() ? "llmrt quantize --method " + o.method : producer);
+    if (!kv_scales.empty())  // (compressed-tensors' name for per-tensor static FP8 KV scales)
+      (*root)["quantization_config"]["kv_cache_scheme"] = Json{
+          {"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"dynamic", false}, {"symmetric", true}};
   }
   if (Status s = writeTextFile((fs::path(o.output) / "config.json").string(), root->dump(2) + "\n"); !s.isOk())
     return cleanup(s);

@@ -2,6 +2,7 @@
 // SmoothQuant in the runtime layer and writes through here).
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "llmrt/quantize.h"
@@ -20,8 +21,9 @@ Status checkQuantizable(const QuantizeOptions& options, const ModelDirectory& m)
 
 // quantizeCheckpoint's writer: options.method fp8, or int8 / smoothquant (INT8 codes), with the
 // tensors `smoothing` names changed first (null: none); `producer` goes into the
-// quantization_config ("" = "llmrt quantize --method METHOD").
+// quantization_config ("" = "llmrt quantize --method METHOD"); `kv_scales` ([layer][K, V], empty:
+// none) written as the FP8 KV cache's scales (kvCacheScaleName).
 Result<QuantizeReport> writeQuantizedCheckpoint(const QuantizeOptions& options, const TensorSmoothing* smoothing,
-                                                const std::string& producer);
+                                                const std::string& producer, std::span<const float> kv_scales = {});
 
 }  // namespace llmrt

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/fp8.h"
 #include "core/logging.h"
 #include "core/mapped_file.h"
 #include "llmrt/quantize.h"
@@ -36,13 +37,36 @@ struct Observed {
 
 struct Calibration {
   std::map<std::string, Observed> inputs;  // by observed weight name
+  std::vector<float> kv_max;               // [layer][K, V]: max |K| (after RoPE), max |V|
   int64_t samples = 0, tokens = 0;
 };
 
+// The largest |K| and |V| of each layer over the first `tokens` cache slots (blocks 0, 1, ... in
+// order) into kv_max ([layer][K, V]).
+Status observeKv(Backend& b, int64_t tokens, std::vector<float>& kv_max) {
+  const KvPoolGeometry& g = b.kvGeometry();
+  const int64_t tpb = g.tokens_per_block, hd = g.head_dim;
+  kv_max.resize(static_cast<size_t>(2 * g.num_layers), 0.0f);
+  std::vector<float> block(static_cast<size_t>(g.elementsPerBlock()));
+  for (int64_t blk = 0; blk * tpb < tokens; ++blk) {
+    LLMRT_RETURN_IF_ERROR(b.readKvBlock(KvPool::kPrimary, static_cast<int32_t>(blk), block.data()));
+    const int64_t used = std::min(tpb, tokens - blk * tpb);
+    for (int64_t lk = 0; lk < 2 * g.num_layers; ++lk)  // [layer][K, V][kv_heads][tpb][hd]
+      for (int64_t h = 0; h < g.num_kv_heads; ++h)
+        for (int64_t i = 0; i < used * hd; ++i) {
+          const float v = block[static_cast<size_t>(((lk * g.num_kv_heads + h) * tpb) * hd + i)];
+          kv_max[static_cast<size_t>(lk)] = std::fmax(kv_max[static_cast<size_t>(lk)], std::fabs(v));
+        }
+  }
+  return Status::ok();
+}
+
 // Runs `samples` through the model, recording per channel max |x| and mean |x| of the inputs of
-// `observed`, and keeping every `keep_every`-th row (0: none).
+// `observed`, and keeping every `keep_every`-th row (0: none); with `kv`, each layer's largest
+// |K| and |V| too.
 Result<Calibration> calibrate(const ModelDirectory& dir, const std::vector<std::vector<int32_t>>& samples,
-                              const std::vector<std::string>& observed, int threads, int64_t keep_every = 0) {
+                              const std::vector<std::string>& observed, int threads, int64_t keep_every,
+                              bool kv) {
   Calibration cal;
   CpuBackend cpu(threads);
   for (const std::string& name : observed) cal.inputs[name];
@@ -83,6 +107,7 @@ Result<Calibration> calibrate(const ModelDirectory& dir, const std::vector<std::
     LLMRT_ASSIGN_OR_RETURN(const StepInputs in, steps.build(batch, *model, cpu, &layout));
     LLMRT_ASSIGN_OR_RETURN(TensorView logits, model->forward(in, layout));
     (void)logits;
+    if (kv) LLMRT_RETURN_IF_ERROR(observeKv(cpu, static_cast<int64_t>(s.size()), cal.kv_max));
     ++cal.samples;
     cal.tokens += static_cast<int64_t>(s.size());
   }
@@ -193,6 +218,14 @@ Result<std::vector<std::vector<int32_t>>> calibrationSamples(const QuantizeOptio
   return samples;
 }
 
+// The FP8 KV cache's scales from what calibration saw (max / 448; 1 for a layer that only saw
+// zeros); empty without kv_max.
+std::vector<float> kvScales(const Calibration& cal) {
+  std::vector<float> s;
+  for (float m : cal.kv_max) s.push_back(m > 0.0f ? m / kFp8E4M3Max : 1.0f);
+  return s;
+}
+
 // smoothquant and awq: calibrate, then each norm-fed group's column scales (SmoothQuant's from
 // the maxima, AWQ's by its search) folded in as the checkpoint is written.
 Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
@@ -208,7 +241,8 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
   std::vector<std::string> observed;
   for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
   LLMRT_ASSIGN_OR_RETURN(Calibration cal, calibrate(dir, samples, observed, o.num_threads,
-                                                    awq ? std::max<int64_t>(1, tokens / kRowsKept) : 0));
+                                                    awq ? std::max<int64_t>(1, tokens / kRowsKept) : 0,
+                                                    o.kv_cache_scales));
   const int64_t h = dir.config.hidden_size;
   const std::string_view prefix = archEntry(dir.config.arch).names.optional_prefix;
   std::unique_ptr<ThreadPool> pool = awq ? std::make_unique<ThreadPool>(o.num_threads) : nullptr;
@@ -236,13 +270,27 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
     std::snprintf(producer, sizeof(producer), "llmrt quantize --method smoothquant --alpha %g (%lld samples, %lld tokens)",
                   o.alpha, static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens));
   LLMRT_LOG_INFO("%s: %zu groups, calibration text %s", producer, groups.size(), o.calib_file.c_str());
-  return writeQuantizedCheckpoint(o, &smoothing, producer);
+  return writeQuantizedCheckpoint(o, &smoothing, producer, kvScales(cal));
+}
+
+// fp8 / int8 with kv_cache_scales: calibration for the KV cache's scales alone.
+Result<QuantizeReport> kvCalibratedCheckpoint(const QuantizeOptions& o) {
+  LLMRT_ASSIGN_OR_RETURN(ModelDirectory dir, ModelDirectory::open(o.model));
+  LLMRT_RETURN_IF_ERROR(checkQuantizable(o, dir));
+  LLMRT_RETURN_IF_ERROR(checkQuantizeOutput(o));
+  LLMRT_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> samples, calibrationSamples(o, dir));
+  LLMRT_ASSIGN_OR_RETURN(Calibration cal, calibrate(dir, samples, {}, o.num_threads, 0, true));
+  char producer[160];
+  std::snprintf(producer, sizeof(producer), "llmrt quantize --method %s --kv-cache-scales (%lld samples, %lld tokens)",
+                o.method.c_str(), static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens));
+  return writeQuantizedCheckpoint(o, nullptr, producer, kvScales(cal));
 }
 
 }  // namespace
 
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& o) {
   if (o.method == "smoothquant" || o.method == "awq") return calibratedCheckpoint(o);
+  if (o.kv_cache_scales && (o.method == "fp8" || o.method == "int8")) return kvCalibratedCheckpoint(o);
   return writeQuantizedCheckpoint(o, nullptr, "");
 }
 

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "llmrt/llm.h"
 #include "llmrt/quantize.h"
 #include "loader/decoder_weights.h"
+#include "loader/kv_cache_scales.h"
 #include "loader/model_directory.h"
 #include "test_models.h"
 
@@ -194,6 +197,41 @@ TEST(QuantizeFp8, TheQuantizedModelPredictsAsThe16BitOne) {
     EXPECT_LT(std::sqrt(num / den), c.l2) << what;  // relative L2 distance of the logits
     EXPECT_GT(num, 0.0) << what;
   }
+}
+
+// --kv-cache-scales: each layer's k_scale / v_scale (max |K| / 448 and max |V| / 448 over the
+// calibration text) written where the loader reads them, with compressed-tensors' kv_cache_scheme;
+// (tests/cli/fp8_perplexity_test.sh runs an FP8 cache on them).
+TEST(QuantizeFp8, KvCacheScalesAreTheCalibrationMaximaOver448) {
+  TempDir tmp;
+  const std::string out = tmp.file("fp8kv");
+  const std::string calib = tmp.file("calib.txt");
+  testutil::writeFile(calib, "Once upon a time there was a little fox who liked to run in the woods.");
+  auto r = quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = out,
+                               .calib_file = calib, .calib_size = 1, .kv_cache_scales = true, .num_threads = 2});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  auto q = ModelDirectory::open(out);
+  ASSERT_TRUE(q.isOk()) << q.status().toString();
+  EXPECT_TRUE(q->unused_tensors.empty());
+  const int64_t layers = q->config.num_hidden_layers;
+  EXPECT_EQ(r->kv_cache_scales, 2 * layers);
+  const WeightStore& store = q->weights;
+  auto scales = checkpointKvCacheScales(q->config, [&](const std::string& n) { return store.tensor(n); });
+  ASSERT_TRUE(scales.isOk()) << scales.status().toString();
+  ASSERT_EQ(scales->size(), static_cast<size_t>(2 * layers));
+  EXPECT_NE(store.find("model.layers.0.self_attn.k_scale"), nullptr);
+  EXPECT_NE(store.find("model.layers.5.self_attn.v_scale"), nullptr);
+  for (float s : *scales) {
+    EXPECT_GT(s, 1e-4f);  // this model's keys and values: magnitudes of 0.1 to 100
+    EXPECT_LT(s, 0.25f);
+  }
+  std::ifstream config_file(out + "/config.json");
+  const nlohmann::json config = nlohmann::json::parse(config_file);
+  EXPECT_EQ(config["quantization_config"]["kv_cache_scheme"]["strategy"], "tensor");
+  // Without the flag: no scales.
+  auto plain = quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = tmp.file("fp8")});
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_EQ(plain->kv_cache_scales, 0);
 }
 
 TEST(QuantizeFp8, BadRequestsAreOneLineErrorsAndLeaveNothing) {

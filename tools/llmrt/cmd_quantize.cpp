@@ -31,17 +31,23 @@ Command addQuantizeCommand(CLI::App& app) {
   cmd->add_flag("--per-token,--per-channel", *per,
                 "smoothquant: accepted for LMI/TensorRT-LLM compatibility; llmrt always quantizes activations "
                 "per token and weights per channel");
+  cmd->add_flag("--kv-cache-scales", o->kv_cache_scales,
+                "Also write the FP8 KV cache's per-layer k_scale / v_scale (max |K|, |V| over the calibration "
+                "text / 448), which --kv-cache-dtype fp8 reads");
   cmd->add_option("--threads", o->num_threads, "smoothquant, awq: CPU threads for calibration (0 = all cores)")
       ->type_name("N");
   return {cmd, [=]() -> int {
     QuantizeOptions options = *o;
-    if ((options.method == "smoothquant" || options.method == "awq") && options.calib_file.empty())
+    if ((options.method == "smoothquant" || options.method == "awq" || options.kv_cache_scales) &&
+        options.calib_file.empty())
       options.calib_file = defaultModelDir() + "/calibration.txt";
     auto r = quantizeCheckpoint(options);
     if (!r.isOk()) return fail(r.status());
-    std::printf("%s: %lld matrices quantized to %s, %lld tensors copied; %.1f MB of tensors -> %.1f MB\n",
+    std::printf("%s: %lld matrices quantized to %s, %lld tensors copied, %lld KV cache scales; %.1f MB of tensors -> "
+                "%.1f MB\n",
                 o->output.c_str(), static_cast<long long>(r->quantized_tensors),
                 o->method == "fp8" ? "fp8" : (o->method == "awq" ? "int4" : "int8"), static_cast<long long>(r->copied_tensors),
+                static_cast<long long>(r->kv_cache_scales),
                 static_cast<double>(r->bytes_in) / 1e6, static_cast<double>(r->bytes_out) / 1e6);
     return 0;
   }};
