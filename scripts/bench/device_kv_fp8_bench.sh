@@ -6,7 +6,8 @@
 # table comes from its summary.md.
 #
 # usage: scripts/bench/device_kv_fp8_bench.sh BUILD_DIR OUT_DIR
-#   OUT_DIR: bench.jsonl (llmrt-bench lines with "name", "quantization", "kv"), <name>.log, summary.md
+#   OUT_DIR: config.json, results.json (copy bandwidth), bench.jsonl (llmrt-bench lines with "name",
+#            "quantization", "kv"), <name>.log, summary.md (scripts/bench/summarize_kv_fp8.py)
 # Environment: BENCH_FLAGS (appended to every llmrt-bench command); SKIP_LONG=1 drops 1000/1000.
 source "$(dirname "$0")/device_args.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -31,6 +32,8 @@ bench() {
 
 note "making $dir"
 python3 "$here/make_random_llama.py" "$dir" --preset 8b >"$out/make.log" 2>&1 || { tail -n 5 "$out/make.log" >&2; exit 1; }
+cp "$dir/config.json" "$out/config.json"
+python3 "$here/gpu_reference.py" --model "$dir" --out "$out/results.json" --skip-hf >"$out/reference.log" 2>&1
 for kv in auto fp8; do
   bench "latency128_none_${kv}" none "$kv" latency --input-len 128 --output-len 128 --warmup 2 --iters 5
   bench "latency8192_none_${kv}" none "$kv" latency --input-len 8192 --output-len 128 --warmup 1 --iters 3
@@ -49,19 +52,4 @@ if [[ ${SKIP_LONG:-0} != 1 ]]; then
   done
 fi
 rm -rf "$dir"
-python3 - "$out/bench.jsonl" <<'PY' | tee "$out/summary.md"
-import json, sys
-print("| run | products | KV cache | result |")
-print("|---|---|---|---|")
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    res = r.get("results", {})
-    if "error" in r:
-        text = r["error"] + ": " + " / ".join(r.get("log_tail", [])[-2:])
-    elif r["name"].startswith("latency"):
-        text = f"decode {res['decode_ms_per_token']:.3f} ms/token"
-    else:
-        text = (f"{res['output_tokens_per_s']:,.0f} output tok/s, ITL p50 {res['itl_ms_p50']:.2f} ms, "
-                f"TTFT p50 {res['ttft_ms_p50']:.1f} ms")
-    print(f"| {r['name'].split('_')[0]} | {r['quantization']} | {r['kv']} | {text} |")
-PY
+python3 "$here/summarize_kv_fp8.py" "$out" | tee "$out/summary.md"
