@@ -68,10 +68,17 @@ struct Geometry {
   static constexpr int kAccStride = kHeadDim + 8;
   static constexpr size_t kMergeBytes = static_cast<size_t>(kWarps) * kRows * (kAccStride + 2) * sizeof(float);
   static constexpr size_t kSmemBytes = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;
-  // An FP8 cache: the codes land in a staging ring behind it ([stage][K, V][kTileKeys][kHeadDim]
-  // bytes), and each thread turns the 8 codes it copied into fp16 in the ring above.
+  // An FP8 cache: the codes land in a ring of their own ([stage][K, V][kTileKeys][kHeadDim] bytes,
+  // 16 per copy), behind one fp16 K/V tile (stage 0 of the ring above, or the merge's space), into
+  // which each thread turns the codes it copied once they have landed. (One fp16 tile, not a ring
+  // of them: 83 KB for head_dim 128, so two CTAs still share an SM.)
   static constexpr int kStageTileBytes = kTileKeys * kHeadDim;
-  static constexpr size_t kFp8SmemBytes = kSmemBytes + static_cast<size_t>(kStages) * 2 * kStageTileBytes;
+  static constexpr int kCodeChunksPerRow = kHeadDim / 16;
+  static constexpr int kCodeRowsPerPass = kThreads / kCodeChunksPerRow;
+  static constexpr int kCodePasses = kTileKeys / kCodeRowsPerPass;
+  static constexpr size_t kFp8TileBytes = 2 * kTileBytes > kMergeBytes ? 2 * kTileBytes : kMergeBytes;
+  static constexpr size_t kFp8SmemBytes = kFp8TileBytes + static_cast<size_t>(kStages) * 2 * kStageTileBytes;
+  static_assert(kThreads % kCodeChunksPerRow == 0 && kTileKeys % kCodeRowsPerPass == 0, "code load mapping");
   static_assert(kThreads % kChunksPerRow == 0 && kTileKeys % kRowsPerPass == 0, "load mapping");
 };
 
@@ -84,8 +91,8 @@ struct Geometry {
 // from the kernels before it, so the first tiles' gather starts before the wait. A model without
 // rotary embeddings (a.rope.inv_freq null: learned positions, ALiBi) only has the KV write fused.
 // kExtras: a.extras applies to the scores. kFp8 (H = __half, no kRope): the pool holds E4M3 codes,
-// copied into the staging ring and turned into fp16 (exact) before the tile is read; K's scale is
-// folded into q and V's into the output.
+// copied into their ring and turned into fp16 (exact) in the one fp16 tile before it is read, a
+// barrier after the previous tile's last read; K's scale is folded into q and V's into the output.
 template <int kHeadDim, typename H, bool kRope, bool kExtras, bool kFp8 = false>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const void* __restrict__ pool_raw, KvLayout g, DecodeAttnArgs a, int group,
@@ -115,18 +122,22 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tpb_mask = (int64_t{1} << tpb_shift) - 1;
   const int ld_row = tid / G::kChunksPerRow, ld_chunk = tid % G::kChunksPerRow;
   const uint32_t ring = sharedAddress(smem_raw);  // [stage][K, V][kTileKeys][kStride] bf16
-  const uint32_t stage_ring = ring + static_cast<uint32_t>(G::kSmemBytes);  // kFp8: the codes
-  // kFp8: this thread's codes of tile t (copied by it, so landed after its wait) into the ring as fp16.
+  // kFp8: the codes' ring, and this thread's 16 codes per pass: row, first feature.
+  const uint32_t code_ring = ring + static_cast<uint32_t>(G::kFp8TileBytes);
+  const int code_row = tid / G::kCodeChunksPerRow, code_col = (tid % G::kCodeChunksPerRow) * 16;
+  // kFp8: this thread's codes of tile t (copied by it, so landed after its wait) into the fp16 tile.
   auto convertTile = [&](int t) {
 #pragma unroll
-    for (int i = 0; i < G::kLoadPasses; ++i) {
-      const int row = ld_row + i * G::kRowsPerPass;
-      const uint32_t st = (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + ld_chunk * 8;
-      const uint32_t off = (t % kStages) * 2 * G::kTileBytes + (row * G::kStride + ld_chunk * 8) * 2;
+    for (int i = 0; i < G::kCodePasses; ++i) {
+      const int row = code_row + i * G::kCodeRowsPerPass;
+      const int st = static_cast<int>(G::kFp8TileBytes) + (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + code_col;
+      const int off = (row * G::kStride + code_col) * 2;
 #pragma unroll
       for (int kv = 0; kv < 2; ++kv) {
-        const uint2 codes = *reinterpret_cast<const uint2*>(smem_raw + G::kSmemBytes + st + kv * G::kStageTileBytes);
-        *reinterpret_cast<uint4*>(smem_raw + off + kv * G::kTileBytes) = fp8x8ToHalf(codes);
+        const uint4 codes = *reinterpret_cast<const uint4*>(smem_raw + st + kv * G::kStageTileBytes);
+        uint4* dst = reinterpret_cast<uint4*>(smem_raw + off + kv * G::kTileBytes);
+        dst[0] = fp8x8ToHalf(make_uint2(codes.x, codes.y));
+        dst[1] = fp8x8ToHalf(make_uint2(codes.z, codes.w));
       }
     }
   };
@@ -194,6 +205,26 @@ __global__ void __launch_bounds__(kThreads)
   // (NaN) in V would poison 0 * NaN in P V.
   // put_new (kRope): the row's own key is put in here (else skipped: put in later).
   auto loadTile = [&](int t, bool put_new) {
+    if constexpr (kFp8) {
+#pragma unroll
+      for (int i = 0; i < G::kCodePasses; ++i) {
+        const int row = code_row + i * G::kCodeRowsPerPass;
+        const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
+        const bool valid = j < end;
+        const P* k_src = pool;
+        const P* v_src = pool;
+        if (valid) {
+          const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
+                             (j & tpb_mask) * kHeadDim + code_col;
+          k_src = pool + k_off + at;
+          v_src = pool + v_off + at;
+        }
+        const uint32_t st = code_ring + (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + code_col;
+        cpAsync16(st, k_src, valid);
+        cpAsync16(st + G::kStageTileBytes, v_src, valid);
+      }
+      return;
+    }
     const uint32_t k_dst = ring + (t % kStages) * 2 * G::kTileBytes;
     const uint32_t v_dst = k_dst + G::kTileBytes;
 #pragma unroll
@@ -208,12 +239,6 @@ __global__ void __launch_bounds__(kThreads)
                            (j & tpb_mask) * kHeadDim + ld_chunk * 8;
         k_src = pool + k_off + at;
         v_src = pool + v_off + at;
-      }
-      if constexpr (kFp8) {
-        const uint32_t st = stage_ring + (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + ld_chunk * 8;
-        cpAsync8(st, k_src, valid);
-        cpAsync8(st + G::kStageTileBytes, v_src, valid);
-        continue;
       }
       const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
       if constexpr (kRope) {
@@ -307,14 +332,17 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int t = 0; t < num_tiles; ++t) {
     cpAsyncWait<kStages - 2>();  // tile t has landed (this thread's copies)
-    if constexpr (kFp8) convertTile(t);
+    if constexpr (kFp8) {
+      __syncthreads();  // every warp is done with tile t - 1 in the one fp16 tile
+      convertTile(t);
+    }
     __syncthreads();             // everyone's copies; and tile t - 1's buffer is no longer read
     if (t + kStages - 1 < num_tiles) loadTile(t + kStages - 1, true);
     cpAsyncCommit();
 
     const int64_t k0 = begin + static_cast<int64_t>(t) * kTileKeys + warp * 16;  // the warp's first key
     if (k0 < end) {  // warp-uniform
-      const uint32_t k_tile = ring + (t % kStages) * 2 * G::kTileBytes;
+      const uint32_t k_tile = ring + (kFp8 ? 0 : (t % kStages) * 2 * G::kTileBytes);
       const uint32_t v_tile = k_tile + G::kTileBytes;
       float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
