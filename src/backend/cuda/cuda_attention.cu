@@ -6,7 +6,8 @@
 // registers allow fewer threads (grid y = kv head x chunk); the last chunk's
 // spare warps load tiles and skip the rest. Keys are visited in tiles of 32: the tile's K and V rows are
 // gathered through the block table with 16-byte loads into shared memory (as
-// float32; K rows padded so one key per lane is conflict-free), each lane
+// float32 — an FP8 cache's codes as their values, K's scale folded into q and V's into the
+// output; K rows padded so one key per lane is conflict-free), each lane
 // scores one key, an online softmax keeps (max, sum), and each lane
 // accumulates head_dim / 32 output features. Causal, with an optional sliding
 // window: a query at position p sees keys (p - W, p].

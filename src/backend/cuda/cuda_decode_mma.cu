@@ -24,6 +24,8 @@
 //   - Q is split into bf16 hi + lo parts (~16 significant bits, as the context
 //     kernel); P is rounded to bf16 and the row sum accumulates the rounded P,
 //     so O / l is an exact convex combination of V rows with those weights.
+// An FP8 cache (E4M3 codes) runs the fp16 kernel on the codes turned into fp16 in shared memory
+// (kFp8 below), K's scale folded into q and V's into the output.
 // Only rows g (A rows 0..7) carry heads: a[1] and a[3] (rows 8..15) are zero,
 // and so are the corresponding accumulator halves, which are never read.
 // Attention extras (DecodeAttnArgs::extras: soft-capping, ALiBi) take a second instantiation

@@ -1,6 +1,8 @@
 // FlashAttention-2-style context attention over the paged bf16 or fp16 KV cache, on
 // tensor cores of the cache's type through mma.sync.m16n8k16 (sm_80+; built for sm_90a).
 // The comments say bf16; with an fp16 cache read fp16 (Q's parts, P and the mma are fp16 then).
+// An FP8 cache (E4M3 codes) runs the fp16 kernel on the codes turned into fp16 in shared memory
+// (kFp8 below), K's scale folded into Q and V's into O.
 //
 // Work decomposition
 //   grid  = (num_tiles, num_heads), block = 128 threads (4 warps).
