@@ -125,7 +125,7 @@ class KvCacheConfig:
     copy_on_partial_reuse: bool = True
     use_uvm: bool = False
     tokens_per_block: Optional[int] = None
-    dtype: Optional[str] = None  # "auto", "float32", "bfloat16", "float16"
+    dtype: Optional[str] = None  # "auto", "float32", "bfloat16", "float16", "fp8"
     attention_dp_events_gather_period_ms: Optional[int] = None
 
     def _options(self) -> List[Tuple[str, str]]:

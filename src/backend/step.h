@@ -49,10 +49,6 @@ struct HostStep {
   const int32_t* table(const Seq& s) const { return tables.data() + s.table_offset; }
 };
 
-// Checks `in` (row counts agree, sequences cover the rows in order, block tables
-// cover kv_len with ids inside the pool — or kNoKvBlock for blocks wholly below the
-// window of the sequence's first row, given in.attention_window —, slots inside the
-// pool, logits rows and RoPE tables in range) and copies it into `out`, reusing out's memory.
 // Backend::setKvCacheScales's input rule: pairs (K, V) of positive finite scales; the scale of
 // (layer, kv) from such a list (1 where the list is shorter).
 Status checkKvCacheScales(std::span<const float> scales);
@@ -61,6 +57,10 @@ inline float kvCacheScale(std::span<const float> scales, int64_t layer, int kv) 
   return i < scales.size() ? scales[i] : 1.0f;
 }
 
+// Checks `in` (row counts agree, sequences cover the rows in order, block tables
+// cover kv_len with ids inside the pool — or kNoKvBlock for blocks wholly below the
+// window of the sequence's first row, given in.attention_window —, slots inside the
+// pool, logits rows and RoPE tables in range) and copies it into `out`, reusing out's memory.
 Status copyStepInputs(const StepInputs& in, const KvPoolGeometry& geometry, HostStep& out);
 
 }  // namespace llmrt

@@ -15,11 +15,13 @@ std::string parentOf(const std::string& name) {
 
 // The scale of `which` ("k_scale" / "v_scale") next to projection tensor `proj` (its module or the
 // attention module above it): its value, nullopt when neither tensor exists.
-Result<std::optional<float>> findScale(const WeightSource& weights, const std::string& proj, const char* which) {
+Result<std::optional<float>> findScale(const WeightSource& weights, const std::string& proj,
+                                       const char* which) {
   const std::string module = parentOf(proj);
   for (const std::string& name : {module + "." + which, parentOf(module) + "." + which}) {
     Result<TensorView> t = weights(name);
-    if (!t.isOk()) continue;
+    if (!t.isOk() && t.status().code() == StatusCode::kNotFound) continue;
+    if (!t.isOk()) return t.status();
     if (t->numel() != 1)
       return invalidArgument("KV cache scale '" + name + "' has " + std::to_string(t->numel()) +
                              " values; expected one (a per-tensor scale)");
@@ -62,8 +64,9 @@ Result<std::vector<float>> checkpointKvCacheScales(const ModelConfig& config, co
   }
   if (!any) return std::vector<float>();
   if (!all)
-    return invalidArgument("the checkpoint has KV cache scales (k_scale / v_scale) for some layers but not '" +
-                           missing + "'; expected both for every layer, or none");
+    return invalidArgument(
+        "the checkpoint has KV cache scales (k_scale / v_scale) for some layers but not '" + missing +
+        "'; expected both for every layer, or none");
   return scales;
 }
 

@@ -318,9 +318,20 @@ Status DecoderModel::loadWeights(const ModelConfig& full, const WeightSource& we
     }
   }
   if (!extras.empty()) LLMRT_RETURN_IF_ERROR(backend_.setAttentionExtras(extras));
-  // An FP8 KV cache's scales where the checkpoint has them (other pools ignore them).
-  LLMRT_ASSIGN_OR_RETURN(const std::vector<float> kv_scales, checkpointKvCacheScales(full, weights));
-  if (!kv_scales.empty()) LLMRT_RETURN_IF_ERROR(backend_.setKvCacheScales(kv_scales));
+  // An FP8 KV cache's scales where the checkpoint has them.
+  Result<std::vector<float>> kv_scales = checkpointKvCacheScales(full, weights);
+  if (!kv_scales.isOk()) {
+    if (options.fp8_kv_cache) return kv_scales.status();
+    LLMRT_LOG_WARNING("%s (ignored: the KV cache is not FP8)", kv_scales.status().message().c_str());
+  } else if (!kv_scales->empty()) {
+    LLMRT_RETURN_IF_ERROR(backend_.setKvCacheScales(*kv_scales));
+    if (options.fp8_kv_cache && (comm_ == nullptr || comm_->rank() == 0))
+      LLMRT_LOG_INFO("[KvCache] FP8 K and V scales of %lld layers from the checkpoint",
+                     static_cast<long long>(kv_scales->size() / 2));
+  } else if (options.fp8_kv_cache && (comm_ == nullptr || comm_->rank() == 0)) {
+    LLMRT_LOG_WARNING("[KvCache] FP8 cache with scale 1 for every layer: the checkpoint has no k_scale / v_scale "
+                      "(llmrt quantize --kv-cache-scales writes them)");
+  }
   std::vector<int32_t> windows;
   for (const Layer& L : layers_) windows.push_back(static_cast<int32_t>(std::min<int64_t>(L.window, INT32_MAX)));
   return setAttentionWindows(windows);

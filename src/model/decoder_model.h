@@ -37,6 +37,10 @@ struct DecoderModelOptions {
   // points (Backend::loadInt4Weight: W4A16 where the backend has 4-bit products) instead of
   // dequantized; Conv1D families and tensor-parallel ranks load them dequantized.
   bool int4_products = false;
+  // The KV cache holds FP8 codes: the checkpoint's k_scale / v_scale (loader/kv_cache_scales.h)
+  // go to the backend, and partial or bad ones fail the load (otherwise they are only logged), and
+  // a checkpoint without them is logged as running scale 1.
+  bool fp8_kv_cache = false;
   // Tensor parallelism: this model is rank comm->rank() of comm->size() (model/tensor_parallel.h);
   // it loads its share of the weights, and each step's forward must run on every rank of the
   // group at once (one thread each), with the same inputs. Null: one rank, no collectives (a

@@ -306,6 +306,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
   const WeightStore* weights = &e->dir_.weights;
   DecoderModelOptions model_options;
   model_options.product_codes = e->resolved_.product_codes;
+  model_options.fp8_kv_cache = e->resolved_.kv_dtype == DType::kF8E4M3;
   model_options.int4_products = e->resolved_.int4_products;
   const WeightSource source = [weights](const std::string& n) { return weights->tensor(n); };
   const int tp = rc.tensor_parallel_size;

@@ -44,7 +44,8 @@ TEST_P(BackendFp8Kv, WritesTheReferencesCodes) {
     begin(ropeStep(ids, pos, slots, seqs, inv, rotary, 1.0f));
     for (int64_t layer = 0; layer < layers; ++layer) {
       // Values up to 8x the codes' reach for layer 1's K (saturated to +-448 codes on both).
-      std::vector<float> qkv = randomVec(static_cast<size_t>(n * (Q + 2 * KV)), rng_, layer == 1 ? 8.0f : 1.0f);
+      std::vector<float> qkv =
+          randomVec(static_cast<size_t>(n * (Q + 2 * KV)), rng_, layer == 1 ? 8.0f : 1.0f);
       auto [c, gv] = put(0, n, Q + 2 * KV, qkv);
       cpu_->ropeWriteKv(layer, columns(c, 0, Q), columns(c, Q, KV), columns(c, Q + KV, KV), hd);
       gpu_->ropeWriteKv(layer, columns(gv, 0, Q), columns(gv, Q, KV), columns(gv, Q + KV, KV), hd);
@@ -66,7 +67,9 @@ TEST_P(BackendFp8Kv, WritesTheReferencesCodes) {
     ASSERT_TRUE(gpu_->copyKvBlocks(copies).isOk());
     const std::vector<float> want2 = wholePool(*cpu_, g), got2 = wholePool(*gpu_, g);
     const size_t per = static_cast<size_t>(g.elementsPerBlock());
-    EXPECT_TRUE(std::equal(want2.begin(), want2.begin() + per, want.begin() + 3 * per)) << "block 3 -> host -> 0";
+    EXPECT_TRUE(std::equal(want2.begin(), want2.begin() + per, want.begin() + 3 * per))
+        << "CPU: block 3 -> host -> 0";
+    EXPECT_TRUE(std::equal(got2.begin(), got2.begin() + per, got.begin() + 3 * per)) << "GPU: block 3 -> host -> 0";
     if (rotary == 0) EXPECT_EQ(got2, want2);
   }
 }
@@ -76,7 +79,7 @@ TEST_P(BackendFp8Kv, AttentionReadsTheCodes) {
     int64_t head_dim, heads, kv_heads, tpb, window;
   };
   // head_dim 64 / 128: the tensor-core kernels (decode: GQA group <= 8); 96, group 16: the CUDA-core one.
-  const std::vector<Case> cases{{64, 8, 8, 16, 0},    {128, 32, 8, 16, 0}, {128, 16, 4, 32, 20},
+  const std::vector<Case> cases{{64, 8, 8, 16, 0},     {128, 32, 8, 16, 0}, {128, 16, 4, 32, 20},
                                 {128, 32, 8, 16, 100}, {96, 12, 3, 8, 0},   {64, 16, 1, 16, 0}};
   const bool mma = GetParam().tuning.mma_decode;
   for (const Case& c : cases) {
@@ -90,14 +93,15 @@ TEST_P(BackendFp8Kv, AttentionReadsTheCodes) {
       KvPoolGeometry g;
       const std::vector<std::vector<int32_t>> tables =
           fillWithTables(*this, kvLens(*specs), 8, layers, c.kv_heads, c.head_dim, c.tpb, rng_, &g);
-      ASSERT_EQ(wholePool(*gpu_, gpu_->kvGeometry()), wholePool(*cpu_, cpu_->kvGeometry())) << "the same codes";
+      ASSERT_EQ(wholePool(*gpu_, gpu_->kvGeometry()), wholePool(*cpu_, cpu_->kvGeometry()))
+          << "the same codes";
       const StepRows st = stepRows(*specs, tables, c.tpb, false, false);
       begin(ropeStep(st.ids, st.pos, st.slots, st.seqs, {}, 0, 1.0f));
       auto [qc, qg] = put(2, st.rows, Q, randomVec(static_cast<size_t>(st.rows * Q), rng_, 2.0f));
       auto [oc, og] = put(3, st.rows, Q, {});
       const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-      const bool tensor = (c.head_dim == 64 || c.head_dim == 128) &&
-                          (specs == &mixed || (mma && c.heads / c.kv_heads <= 8));
+      const bool tensor =
+          (c.head_dim == 64 || c.head_dim == 128) && (specs == &mixed || (mma && c.heads / c.kv_heads <= 8));
       for (int64_t layer = 0; layer < layers; ++layer) {
         cpu_->attention(layer, qc, c.heads, c.window, scale, oc);
         gpu_->attention(layer, qg, c.heads, c.window, scale, og);
@@ -126,10 +130,10 @@ TEST_P(BackendFp8Kv, RopeAttentionIsTheTwoOps) {
     const std::vector<float> qkv = randomVec(static_cast<size_t>(st.rows * (Q + 2 * KV)), rng_);
     auto [qc, qg] = put(2, st.rows, Q + 2 * KV, qkv);
     auto [oc, og] = put(3, st.rows, Q, {});
-    cpu_->ropeAttention(layer, columns(qc, 0, Q), columns(qc, Q, KV), columns(qc, Q + KV, KV), hd, heads, 0, scale,
-                        oc);
-    gpu_->ropeAttention(layer, columns(qg, 0, Q), columns(qg, Q, KV), columns(qg, Q + KV, KV), hd, heads, 0, scale,
-                        og);
+    cpu_->ropeAttention(layer, columns(qc, 0, Q), columns(qc, Q, KV), columns(qc, Q + KV, KV), hd, heads, 0,
+                        scale, oc);
+    gpu_->ropeAttention(layer, columns(qg, 0, Q), columns(qg, Q, KV), columns(qg, Q + KV, KV), hd, heads, 0,
+                        scale, og);
     const std::vector<float> out_one = get(*gpu_, og), pool_one = wholePool(*gpu_, gpu_->kvGeometry());
     EXPECT_NE(get(*gpu_, qg), qkv) << "q rotated in memory: the two ops ran";
     auto [qc2, qg2] = put(4, st.rows, Q + 2 * KV, qkv);

@@ -239,9 +239,10 @@ class BackendOps : public ::testing::TestWithParam<Mode>, protected optest::TwoB
 // filled as BackendOps::fill does, and a table of distinct random blocks for each sequence. With
 // first_block > 0 the pools have that many blocks more in front, left unwritten, and the tables
 // use only blocks from first_block on.
-inline std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens, int64_t spare,
-                                                 int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t tpb,
-                                                 std::mt19937& rng, KvPoolGeometry* g, int64_t first_block = 0) {
+inline std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std::vector<int64_t>& kv_lens,
+                                                        int64_t spare, int64_t layers, int64_t kv_heads,
+                                                        int64_t head_dim, int64_t tpb, std::mt19937& rng,
+                                                        KvPoolGeometry* g, int64_t first_block = 0) {
   int64_t need = 0;
   for (int64_t n : kv_lens) need += (n + tpb - 1) / tpb;
   *g = KvPoolGeometry{first_block + need + spare, layers, kv_heads, head_dim, tpb, DType::kF32};
@@ -260,7 +261,6 @@ inline std::vector<std::vector<int32_t>> fillWithTables(BackendOps& t, const std
   }
   return tables;
 }
-
 
 // A sequence of a step: q_len new rows ending at kv_len; `slot` false: its rows write no KV (a
 // padded graph row).
@@ -282,17 +282,19 @@ struct StepRows {
   std::vector<int64_t> slots;
   int64_t rows = 0;
 };
-inline StepRows stepRows(const std::vector<SeqSpec>& specs, const std::vector<std::vector<int32_t>>& tables, int64_t tpb,
-                  bool write, bool two_tables) {
+inline StepRows stepRows(const std::vector<SeqSpec>& specs, const std::vector<std::vector<int32_t>>& tables,
+                         int64_t tpb, bool write, bool two_tables) {
   StepRows s;
   for (size_t i = 0; i < specs.size(); ++i) {
     const SeqSpec& sp = specs[i];
-    s.seqs.push_back(StepSeq{s.rows, sp.q_len, sp.kv_len, tables[i], two_tables ? static_cast<int32_t>(i % 2) : 0});
+    s.seqs.push_back(
+        StepSeq{s.rows, sp.q_len, sp.kv_len, tables[i], two_tables ? static_cast<int32_t>(i % 2) : 0});
     for (int64_t r = 0; r < sp.q_len; ++r) {
       const int64_t at = sp.kv_len - sp.q_len + r;
       s.ids.push_back(0);
       s.pos.push_back(static_cast<int32_t>(at));
-      s.slots.push_back(write && sp.slot ? int64_t{tables[i][static_cast<size_t>(at / tpb)]} * tpb + at % tpb : -1);
+      s.slots.push_back(write && sp.slot ? int64_t{tables[i][static_cast<size_t>(at / tpb)]} * tpb + at % tpb
+                                         : -1);
     }
     s.rows += sp.q_len;
   }

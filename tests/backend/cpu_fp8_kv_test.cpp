@@ -25,7 +25,8 @@ struct Step {
   std::vector<int64_t> slots;
   StepSeq seq;
   StepInputs in;
-  explicit Step(int64_t n) : ids(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n)), slots(static_cast<size_t>(n)) {
+  explicit Step(int64_t n)
+      : ids(static_cast<size_t>(n), 0), pos(static_cast<size_t>(n)), slots(static_cast<size_t>(n)) {
     std::iota(pos.begin(), pos.end(), 0);
     std::iota(slots.begin(), slots.end(), 0);
     table.resize(static_cast<size_t>((n + kTpb - 1) / kTpb));
@@ -59,17 +60,19 @@ std::vector<float> block(CpuBackend& b, KvPool pool, int32_t blk) {
 TEST(CpuFp8Kv, RowsAreTheCodesOfValueOverScale) {
   CpuBackend b(1);
   ASSERT_TRUE(b.setKvCacheScales(kScales).isOk());
-  ASSERT_TRUE(b.allocateKvPools(KvPoolGeometry{kBlocks, kLayers, kKvHeads, kHeadDim, kTpb, DType::kF8E4M3}, 2).isOk());
+  ASSERT_TRUE(b.allocateKvPools(KvPoolGeometry{kBlocks, kLayers, kKvHeads, kHeadDim, kTpb, DType::kF8E4M3}, 2)
+                  .isOk());
   Step s(1);
   ASSERT_TRUE(b.beginStep(s.in).isOk());
   // Layer 0's K scale is 0.5: 1.0 -> code 2 -> 1.0; 0.3 -> 0.6 -> code 0.625 (nearest) -> 0.3125;
   // 1000 and -300 saturate at code +-448 -> +-224; 2^-12 -> 2^-11: below half the smallest
   // subnormal code (2^-9) -> 0; 0.001 -> 0.002 -> code 2^-9 (nearest subnormal) -> 2^-10.
   const std::vector<float> k = {1.0f, 0.3f, 1000.0f, -300.0f, 0x1p-12f, 0.001f, -0.0f, 7.0f,
-                                0, 0, 0, 0, 0, 0, 0, 0};
+                                0,    0,    0,       0,       0,        0,      0,     0};
   const std::vector<float> v(16, 0.0f);
   std::vector<float> kk = k, vv = v;
-  b.ropeWriteKv(0, TensorView(kk.data(), DType::kF32, Shape{1, 0}), TensorView(kk.data(), DType::kF32, Shape{1, 16}),
+  b.ropeWriteKv(0, TensorView(kk.data(), DType::kF32, Shape{1, 0}),
+                TensorView(kk.data(), DType::kF32, Shape{1, 16}),
                 TensorView(vv.data(), DType::kF32, Shape{1, 16}), kHeadDim);
   const std::vector<float> got = block(b, KvPool::kPrimary, 0);
   const std::vector<float> want = {1.0f, 0.3125f, 224.0f, -224.0f, 0.0f, 0x1p-10f, -0.0f, 7.0f};
@@ -82,8 +85,11 @@ TEST(CpuFp8Kv, AttentionIsAttentionOverTheValues) {
   const int64_t n = 19, heads = 4, kv = kKvHeads * kHeadDim;
   CpuBackend fp8(2), f32(2);
   ASSERT_TRUE(fp8.setKvCacheScales(kScales).isOk());
-  ASSERT_TRUE(fp8.allocateKvPools(KvPoolGeometry{kBlocks, kLayers, kKvHeads, kHeadDim, kTpb, DType::kF8E4M3}, 2).isOk());
-  ASSERT_TRUE(f32.allocateKvPools(KvPoolGeometry{kBlocks, kLayers, kKvHeads, kHeadDim, kTpb, DType::kF32}, 2).isOk());
+  ASSERT_TRUE(
+      fp8.allocateKvPools(KvPoolGeometry{kBlocks, kLayers, kKvHeads, kHeadDim, kTpb, DType::kF8E4M3}, 2)
+          .isOk());
+  ASSERT_TRUE(
+      f32.allocateKvPools(KvPoolGeometry{kBlocks, kLayers, kKvHeads, kHeadDim, kTpb, DType::kF32}, 2).isOk());
   Step s(n);
   ASSERT_TRUE(fp8.beginStep(s.in).isOk());
   ASSERT_TRUE(f32.beginStep(s.in).isOk());
@@ -107,7 +113,8 @@ TEST(CpuFp8Kv, AttentionIsAttentionOverTheValues) {
         for (int64_t h = 0; h < kKvHeads; ++h)
           for (int64_t d = 0; d < kHeadDim; ++d) {
             const int64_t at = (((layer * 2 + kvi) * kKvHeads + h) * kTpb + t % kTpb) * kHeadDim + d;
-            (kvi == 0 ? k2 : v2)[static_cast<size_t>(t * kv + h * kHeadDim + d)] = vals[static_cast<size_t>(at)];
+            (kvi == 0 ? k2 : v2)[static_cast<size_t>(t * kv + h * kHeadDim + d)] =
+                vals[static_cast<size_t>(at)];
           }
     }
     TensorView kt(k2.data(), DType::kF32, Shape{n, kv}), vt(v2.data(), DType::kF32, Shape{n, kv});
@@ -134,7 +141,8 @@ TEST(CpuFp8Kv, AttentionIsAttentionOverTheValues) {
 
 TEST(CpuFp8Kv, BadScalesAreRefused) {
   CpuBackend b(1);
-  const std::vector<std::vector<float>> bad = {{1.0f}, {1.0f, 0.0f}, {-1.0f, 1.0f}, {NAN, 1.0f}, {1.0f, INFINITY}};
+  const std::vector<std::vector<float>> bad = {
+      {1.0f}, {1.0f, 0.0f}, {-1.0f, 1.0f}, {NAN, 1.0f}, {1.0f, INFINITY}};
   for (const std::vector<float>& s : bad) {
     const Status st = b.setKvCacheScales(s);
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.toString();

@@ -5,8 +5,9 @@
 # weights requantized per row: within 0.05% of the flag's figure) and that checkpoint dequantized
 # into 32-bit products (--quantization none: weight-only). On 8 of those chunks, the FP8 KV cache
 # (--kv-cache-dtype fp8, scale 1: the model has no KV scales), and with the scales `llmrt quantize
-# --kv-cache-scales` calibrates (on the fp8 checkpoint's dequantized weights, --quantization none,
-# against the same checkpoint's 16-bit cache).
+# --kv-cache-scales` calibrates on the 32-bit model, run on that fp8 checkpoint's dequantized
+# weights (--quantization none) against the same weights with a 32-bit cache. (Those three runs
+# always take 8 chunks.)
 #   tests/cli/fp8_perplexity_test.sh LLMRT_BIN MODEL_DIR [CHUNKS]
 set -euo pipefail
 bin=$1 model=$2 chunks=${3:-24}

@@ -1,7 +1,10 @@
 // An FP8 KV cache's scales from the checkpoint (loader/kv_cache_scales.h): per layer a scalar
 // k_scale and v_scale, on the attention module or beside the k / v projections, reach the backend
 // as [layer][K, V] when the model loads; partial or bad ones are one-line load errors naming the
-// tensor; a checkpoint without them leaves the backend's scales alone.
+// tensor where the cache is FP8 (ignored otherwise); a checkpoint without them leaves the
+// backend's scales alone.
+#include "loader/kv_cache_scales.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -10,7 +13,6 @@
 
 #include "../loader/loader_test_util.h"
 #include "backend/cpu/cpu_backend.h"
-#include "loader/kv_cache_scales.h"
 #include "loader/model_directory.h"
 #include "model/decoder_model.h"
 
@@ -84,13 +86,20 @@ TEST_F(KvCacheScales, PartialOrBadScalesAreLoadErrorsNamingTheTensor) {
   Status st = checkpointKvCacheScales(config_, source()).status();
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("model.layers.1.self_attn.v_scale"), std::string::npos) << st.toString();
+  // A load error where the cache is FP8; a warning (and no scales) where it is not.
+  DecoderModelOptions fp8;
+  fp8.fp8_kv_cache = true;
   ScaleRecordingBackend backend;
-  EXPECT_EQ(DecoderModel::load(config_, source(), backend, DecoderModelOptions{}).status().code(),
+  EXPECT_EQ(DecoderModel::load(config_, source(), backend, fp8).status().code(),
             StatusCode::kInvalidArgument);
+  ScaleRecordingBackend other;
+  EXPECT_TRUE(DecoderModel::load(config_, source(), other, DecoderModelOptions{}).isOk());
+  EXPECT_TRUE(other.calls.empty());
 
   extra_["model.layers.1.self_attn.v_scale"] = {-1.0f};
   st = checkpointKvCacheScales(config_, source()).status();
-  EXPECT_NE(st.message().find("'model.layers.1.self_attn.v_scale' is -1"), std::string::npos) << st.toString();
+  EXPECT_NE(st.message().find("'model.layers.1.self_attn.v_scale' is -1"), std::string::npos)
+      << st.toString();
   extra_["model.layers.1.self_attn.v_scale"] = {1.0f, 2.0f};
   st = checkpointKvCacheScales(config_, source()).status();
   EXPECT_NE(st.message().find("has 2 values; expected one"), std::string::npos) << st.toString();

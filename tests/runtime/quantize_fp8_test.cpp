@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -17,7 +18,12 @@
 #include "llmrt/llm.h"
 #include "llmrt/quantize.h"
 #include "loader/decoder_weights.h"
+#include "backend/cpu/cpu_backend.h"
+#include "llmrt/tokenizer.h"
 #include "loader/kv_cache_scales.h"
+#include "model/decoder_model.h"
+#include "runtime/forward_batch.h"
+#include "runtime/step_builder.h"
 #include "loader/model_directory.h"
 #include "test_models.h"
 
@@ -199,16 +205,23 @@ TEST(QuantizeFp8, TheQuantizedModelPredictsAsThe16BitOne) {
   }
 }
 
-// --kv-cache-scales: each layer's k_scale / v_scale (max |K| / 448 and max |V| / 448 over the
-// calibration text) written where the loader reads them, with compressed-tensors' kv_cache_scheme;
+// --kv-cache-scales: each layer's k_scale / v_scale is max |K| / 448 and max |V| / 448 over the
+// calibration text — recomputed here from a float32 cache the 32-bit model fills with that text —,
+// written where the loader reads them, with compressed-tensors' kv_cache_scheme
 // (tests/cli/fp8_perplexity_test.sh runs an FP8 cache on them).
 TEST(QuantizeFp8, KvCacheScalesAreTheCalibrationMaximaOver448) {
   TempDir tmp;
   const std::string out = tmp.file("fp8kv");
   const std::string calib = tmp.file("calib.txt");
-  testutil::writeFile(calib, "Once upon a time there was a little fox who liked to run in the woods.");
-  auto r = quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = out,
-                               .calib_file = calib, .calib_size = 1, .kv_cache_scales = true, .num_threads = 2});
+  const std::string text = "Once upon a time there was a little fox who liked to run in the woods.";
+  testutil::writeFile(calib, text);
+  auto r = quantizeCheckpoint({.method = "fp8",
+                               .model = testmodels::bundledDir(),
+                               .output = out,
+                               .calib_file = calib,
+                               .calib_size = 1,
+                               .kv_cache_scales = true,
+                               .num_threads = 2});
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   auto q = ModelDirectory::open(out);
   ASSERT_TRUE(q.isOk()) << q.status().toString();
@@ -221,15 +234,49 @@ TEST(QuantizeFp8, KvCacheScalesAreTheCalibrationMaximaOver448) {
   ASSERT_EQ(scales->size(), static_cast<size_t>(2 * layers));
   EXPECT_NE(store.find("model.layers.0.self_attn.k_scale"), nullptr);
   EXPECT_NE(store.find("model.layers.5.self_attn.v_scale"), nullptr);
-  for (float s : *scales) {
-    EXPECT_GT(s, 1e-4f);  // this model's keys and values: magnitudes of 0.1 to 100
-    EXPECT_LT(s, 0.25f);
+  // The maxima: the 32-bit model's cache after the text's one sample (tokens without BOS).
+  auto src = ModelDirectory::open(testmodels::bundledDir());
+  ASSERT_TRUE(src.isOk());
+  CpuBackend cpu(2);
+  const WeightStore& src_store = src->weights;
+  auto model = DecoderModel::load(
+      src->config, [&](const std::string& n) { return src_store.tensor(n); }, cpu);
+  ASSERT_TRUE(model.isOk()) << model.status().toString();
+  auto tok = Tokenizer::fromDirectory(testmodels::bundledDir());
+  ASSERT_TRUE(tok.isOk());
+  auto ids = (*tok)->encode(text, false);
+  ASSERT_TRUE(ids.isOk());
+  const int64_t n = static_cast<int64_t>(ids->size()), tpb = 16, blocks = (n + tpb - 1) / tpb;
+  const KvPoolGeometry g{blocks, layers,     (*model)->config().num_key_value_heads, src->config.head_dim,
+                         tpb,    DType::kF32};
+  ASSERT_TRUE(cpu.allocateKvPools(g, 0).isOk());
+  std::vector<int32_t> table(static_cast<size_t>(blocks)), tokens(ids->begin(), ids->end());
+  std::iota(table.begin(), table.end(), 0);
+  ForwardBatch batch;
+  batch.add(tokens.data(), n, 0, table, LogitsMode::kLast);
+  StepBuilder steps;
+  StepLayout step_layout;
+  auto in = steps.build(batch, **model, cpu, &step_layout);
+  ASSERT_TRUE(in.isOk()) << in.status().toString();
+  ASSERT_TRUE((*model)->forward(*in, step_layout).isOk());
+  std::vector<float> most(static_cast<size_t>(2 * layers), 0.0f),
+      block(static_cast<size_t>(g.elementsPerBlock()));
+  const int64_t per_kv = g.num_kv_heads * tpb * g.head_dim;  // [layer][K, V][heads][tpb][head_dim]
+  for (int32_t b = 0; b < blocks; ++b) {
+    ASSERT_TRUE(cpu.readKvBlock(KvPool::kPrimary, b, block.data()).isOk());
+    for (int64_t i = 0; i < g.elementsPerBlock(); ++i)
+      if (b * tpb + i / g.head_dim % tpb < n)
+        most[static_cast<size_t>(i / per_kv)] =
+            std::max(most[static_cast<size_t>(i / per_kv)], std::fabs(block[static_cast<size_t>(i)]));
   }
+  for (size_t i = 0; i < most.size(); ++i)
+    EXPECT_EQ((*scales)[i], most[i] / 448.0f) << "layer " << i / 2 << (i % 2 ? " V" : " K");
   std::ifstream config_file(out + "/config.json");
   const nlohmann::json config = nlohmann::json::parse(config_file);
   EXPECT_EQ(config["quantization_config"]["kv_cache_scheme"]["strategy"], "tensor");
   // Without the flag: no scales.
-  auto plain = quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = tmp.file("fp8")});
+  auto plain =
+      quantizeCheckpoint({.method = "fp8", .model = testmodels::bundledDir(), .output = tmp.file("fp8")});
   ASSERT_TRUE(plain.isOk());
   EXPECT_EQ(plain->kv_cache_scales, 0);
 }

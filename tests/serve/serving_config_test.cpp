@@ -41,7 +41,8 @@ TEST(ServingConfig, EnvironmentNames) {
 }
 
 // LMI's quantization at server start: smoothquant with its alpha, awq with its calibration size;
-// per-token / per-channel scaling is always on (false only warns); multi_query_mode is ignored.
+// per-token / per-channel scaling is always on (false only warns); multi_query_mode is ignored;
+// kv_cache_dtype fp8 (vLLM's name) is the FP8 KV cache.
 TEST(ServingConfig, MapsSmoothQuantAndAwqOptions) {
   auto apply = [](const LmiSettings& s, EngineConfig& c, std::vector<std::string>& warnings) {
     ServeOptions o;
@@ -77,6 +78,15 @@ TEST(ServingConfig, MapsSmoothQuantAndAwqOptions) {
   prov = apply({{"option.quantize", {"AWQ", "OPTION_QUANTIZE"}}}, d, warnings);
   EXPECT_EQ(d.calibration_size, 32);
   EXPECT_EQ(prov.at("calibration_size"), "LMI default (option.awq_calib_size)");
+  EngineConfig k;  // the FP8 KV cache, under vLLM's names
+  prov = apply({{"option.kv_cache_dtype", {"FP8_E4M3", "OPTION_KV_CACHE_DTYPE"}}}, k, warnings);
+  EXPECT_EQ(k.kv_cache_config.dtype, KvCacheDtype::kFp8);
+  EXPECT_EQ(prov.at("kv_cache_config.dtype"), "OPTION_KV_CACHE_DTYPE (option.kv_cache_dtype)");
+  ServeOptions o;
+  Provenance p;
+  auto bad = applyLmi({{"option.kv_cache_dtype", {"fp8_e5m2", "f:3"}}}, k, o, p);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("auto, fp8 or fp8_e4m3"), std::string::npos) << bad.status().toString();
 }
 
 TEST(ServingConfig, MapsOntoTheEngineWithLmiDefaults) {

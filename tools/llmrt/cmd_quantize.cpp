@@ -20,10 +20,14 @@ Command addQuantizeCommand(CLI::App& app) {
   cmd->add_option("--model", o->model, "Source model directory (16 or 32-bit)")->required()->type_name("DIR");
   cmd->add_option("--output", o->output, "New output directory (absent or empty)")->required()->type_name("DIR");
   cmd->add_option("--calib-file", o->calib_file,
-                  "smoothquant, awq: calibration text (default: the bundled model's calibration.txt)")
+                  "smoothquant, awq, --kv-cache-scales: calibration text (default: the bundled model's "
+                  "calibration.txt)")
       ->type_name("TEXT");
-  cmd->add_option("--calib-size", o->calib_size, "smoothquant, awq: calibration samples (default 64)")->type_name("N");
-  cmd->add_option("--calib-seq-len", o->calib_seq_len, "smoothquant, awq: tokens per sample (default 512)")
+  cmd->add_option("--calib-size", o->calib_size,
+                  "smoothquant, awq, --kv-cache-scales: calibration samples (default 64)")
+      ->type_name("N");
+  cmd->add_option("--calib-seq-len", o->calib_seq_len,
+                  "smoothquant, awq, --kv-cache-scales: tokens per sample (default 512)")
       ->type_name("N");
   cmd->add_option("--alpha", o->alpha, "smoothquant: migration strength in [0, 1] (default 0.8)")->type_name("A");
   cmd->add_option("--group-size", o->awq_group_size, "awq: input features per scale and zero point (default 128)")
@@ -34,7 +38,8 @@ Command addQuantizeCommand(CLI::App& app) {
   cmd->add_flag("--kv-cache-scales", o->kv_cache_scales,
                 "Also write the FP8 KV cache's per-layer k_scale / v_scale (max |K|, |V| over the calibration "
                 "text / 448), which --kv-cache-dtype fp8 reads");
-  cmd->add_option("--threads", o->num_threads, "smoothquant, awq: CPU threads for calibration (0 = all cores)")
+  cmd->add_option("--threads", o->num_threads,
+                  "smoothquant, awq, --kv-cache-scales: CPU threads for calibration (0 = all cores)")
       ->type_name("N");
   return {cmd, [=]() -> int {
     QuantizeOptions options = *o;

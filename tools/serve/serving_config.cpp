@@ -239,6 +239,11 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
       const std::string q = lower(val);
       if (q != "fp8" && q != "smoothquant" && q != "awq") return badValue(key, v, "fp8, smoothquant or awq");
       LLMRT_RETURN_IF_ERROR(setEngine(key, "quantization", q, v));
+    } else if (key == "option.kv_cache_dtype") {
+      // (LMI's vLLM / lmi-dist option, as vLLM names it: fp8 is E4M3 codes with per-layer scales.)
+      const std::string d = lower(val);
+      if (d != "auto" && d != "fp8" && d != "fp8_e4m3") return badValue(key, v, "auto, fp8 or fp8_e4m3");
+      LLMRT_RETURN_IF_ERROR(setEngine(key, "kv_cache_config.dtype", d == "auto" ? "auto" : "fp8", v));
     } else if (key == "option.smoothquant_alpha") {
       LLMRT_RETURN_IF_ERROR(setEngine(key, "smoothquant_alpha", val, v));
     } else if (key == "option.awq_calib_size") {
@@ -266,7 +271,8 @@ Result<LmiResult> applyLmi(const LmiSettings& given, EngineConfig& config, Serve
                                         "option.batch_scheduler_policy", "option.kv_cache_free_gpu_mem_fraction",
                                         "option.enable_trt_overlap", "option.enable_kv_cache_reuse",
                                         "option.enable_chunked_context", "option.max_num_tokens",
-                                        "option.multi_block_mode", "option.dtype", "option.quantize", "option.use_custom_all_reduce",
+                                        "option.multi_block_mode", "option.dtype", "option.quantize",
+                                        "option.kv_cache_dtype", "option.use_custom_all_reduce",
                                         "option.smoothquant_alpha", "option.awq_calib_size", "option.awq_format",
                                         "option.max_model_len", "job_queue_size"};
       result.warnings.push_back(v.source + ": unknown key " + printableText(key, 80) + " is ignored" +

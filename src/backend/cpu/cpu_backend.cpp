@@ -175,7 +175,8 @@ Status CpuBackend::allocateKvPools(const KvPoolGeometry& g, int64_t secondary_bl
 
 uint8_t* CpuBackend::kvBlockHead(uint8_t* base, int64_t block, int64_t layer, int kv, int64_t h) const {
   const int64_t head_elems = geometry_.tokens_per_block * geometry_.head_dim;
-  const int64_t at = block * geometry_.elementsPerBlock() + ((layer * 2 + kv) * geometry_.num_kv_heads + h) * head_elems;
+  const int64_t at =
+      block * geometry_.elementsPerBlock() + ((layer * 2 + kv) * geometry_.num_kv_heads + h) * head_elems;
   return base + static_cast<size_t>(at) * dtypeSize(geometry_.dtype);
 }
 

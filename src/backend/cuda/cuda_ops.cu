@@ -280,7 +280,7 @@ __global__ void ropeWriteKvKernel(T* pool, KvLayout g, RopeKvArgs a) {
 
 __device__ __forceinline__ float4 scaled(float4 v, float s) { return make_float4(v.x * s, v.y * s, v.z * s, v.w * s); }
 
-// ropeWriteKvKernel four features at a time (float4 reads of q, k, v; 8- or 16-byte cache
+// ropeWriteKvKernel four features at a time (float4 reads of q, k, v; 4-, 8- or 16-byte cache
 // writes) with 32-bit index arithmetic. Requires half and head_dim multiples of 4, the row
 // strides multiples of 4 and q, k, v 16-byte aligned.
 template <typename T>
