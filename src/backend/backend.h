@@ -172,8 +172,6 @@ class Backend {
   }
 
   // ---- 4-bit weights (W4A16: AWQ's asymmetric int4 groups) ---------------------------
-  // Whether loadInt4Weight keeps the weights in 4 bits here (else it dequantizes them).
-  virtual bool supportsInt4Weights() const { return false; }
   // A product weight W[i][j] = float(code[i][j] - zero[i][j / group]) * scale[i][j / group]
   // (float32 math, as AutoAWQ dequantizes): codes [out, in] (U8, values 0..15), scales
   // [out, in / group] (F32), zeros [out, in / group] (U8, 0..15), in host memory; in % group == 0.

@@ -109,7 +109,6 @@ class CudaBackend final : public Backend {
   // [n, k / group] and the zero terms (2^23 + zero) [n, k / group], float32, in one allocation;
   // the view is U8 [n, k]. Products: the W4A16 matrix-vector kernels (cuda::int4GemvSupported),
   // else the weight dequantized into a 16-bit buffer for cuBLASLt (cuda_int4.cu).
-  bool supportsInt4Weights() const override { return true; }
   Result<TensorView> loadInt4Weight(const TensorView& codes, const TensorView& scales, const TensorView& zeros,
                                     int64_t group, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
