@@ -400,8 +400,9 @@ Result<std::vector<std::string>> checkWeights(const ModelConfig& c, const Weight
   }
   std::vector<std::string> unused;
   for (const WeightEntry& w : weights.entries())
-    // (An FP8 KV cache's k_scale / v_scale are read by loader/kv_cache_scales.h.)
-    if (used.find(w.name) == used.end() && !w.name.ends_with(".k_scale") && !w.name.ends_with(".v_scale"))
+    // (An FP8 KV cache's k_scale / v_scale / kv_scale are read by loader/kv_cache_scales.h.)
+    if (used.find(w.name) == used.end() && !w.name.ends_with(".k_scale") && !w.name.ends_with(".v_scale") &&
+        !w.name.ends_with(".kv_scale"))
       unused.push_back(w.name);
   return unused;
 }

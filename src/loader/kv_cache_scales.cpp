@@ -53,8 +53,12 @@ Result<std::vector<float>> checkpointKvCacheScales(const ModelConfig& config, co
     // Separate q / k / v: the k and v tensors; packed: the one tensor for both.
     const std::string& k_proj = qkv.size() == 3 ? qkv[1] : qkv[0];
     const std::string& v_proj = qkv.size() == 3 ? qkv[2] : qkv[0];
-    LLMRT_ASSIGN_OR_RETURN(const std::optional<float> k, findScale(weights, k_proj, "k_scale"));
-    LLMRT_ASSIGN_OR_RETURN(const std::optional<float> v, findScale(weights, v_proj, "v_scale"));
+    LLMRT_ASSIGN_OR_RETURN(std::optional<float> k, findScale(weights, k_proj, "k_scale"));
+    LLMRT_ASSIGN_OR_RETURN(std::optional<float> v, findScale(weights, v_proj, "v_scale"));
+    if (!k && !v) {  // the older one scale for both (`kv_scale`)
+      LLMRT_ASSIGN_OR_RETURN(const std::optional<float> kv, findScale(weights, k_proj, "kv_scale"));
+      k = v = kv;
+    }
     any = any || k || v;
     if ((!k || !v) && missing.empty())
       missing = parentOf(parentOf(k ? v_proj : k_proj)) + (k ? ".v_scale" : ".k_scale");

@@ -1,7 +1,8 @@
 // The FP8 KV cache's per-layer scales a checkpoint carries (ModelOpt / llm-compressor / vLLM
 // "fp8" checkpoints with an FP8 KV cache): a scalar `k_scale` and `v_scale` per attention layer,
 // beside the k / v projections (`<attn>.k_proj.k_scale`, `<attn>.v_proj.v_scale`, vLLM's older
-// layout) or on the attention module (`<attn>.k_scale`, `<attn>.v_scale`).
+// layout) or on the attention module (`<attn>.k_scale`, `<attn>.v_scale`); or one scale for both,
+// `kv_scale`, in either place (the older vLLM / TensorRT-LLM export).
 #pragma once
 
 #include <string>

@@ -70,6 +70,14 @@ TEST_F(KvCacheScales, BothLayoutsReachTheBackendWhenTheModelLoads) {
   EXPECT_EQ(backend.calls[0], *scales);
 }
 
+TEST_F(KvCacheScales, AnOlderKvScaleServesBoth) {
+  extra_["model.layers.0.self_attn.kv_scale"] = {0.5f};
+  extra_["model.layers.1.self_attn.k_proj.kv_scale"] = {0.25f};
+  auto scales = checkpointKvCacheScales(config_, source());
+  ASSERT_TRUE(scales.isOk()) << scales.status().toString();
+  EXPECT_EQ(*scales, (std::vector<float>{0.5f, 0.5f, 0.25f, 0.25f}));
+}
+
 TEST_F(KvCacheScales, NoneLeaveTheBackendAlone) {
   auto scales = checkpointKvCacheScales(config_, source());
   ASSERT_TRUE(scales.isOk());
