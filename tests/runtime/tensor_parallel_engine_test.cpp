@@ -137,8 +137,9 @@ struct OffloadRun {
   std::vector<int32_t> cached;
   LlmStats stats;
 };
-OffloadRun offloadRun(int tp, BackendKind backend) {
+OffloadRun offloadRun(int tp, BackendKind backend, KvCacheDtype kv) {
   LlmArgs a;
+  a.kv_cache_config.dtype = kv;
   a.model = testmodels::bundledDir();
   a.backend = backend;
   a.dtype = ComputeDtype::kFloat32;  // (the CUDA ranks agree with one rank to float32 rounding)
@@ -173,8 +174,8 @@ OffloadRun offloadRun(int tp, BackendKind backend) {
   return r;
 }
 
-void expectOffloadAsOneRank(BackendKind backend) {
-  const OffloadRun one = offloadRun(1, backend), two = offloadRun(2, backend);
+void expectOffloadAsOneRank(BackendKind backend, KvCacheDtype kv = KvCacheDtype::kAuto) {
+  const OffloadRun one = offloadRun(1, backend, kv), two = offloadRun(2, backend, kv);
   EXPECT_EQ(one.tokens, two.tokens);
   EXPECT_EQ(one.cached, two.cached);
   EXPECT_GT(two.stats.offloaded_blocks, 0u);
@@ -185,6 +186,12 @@ void expectOffloadAsOneRank(BackendKind backend) {
 }
 
 TEST(TensorParallelEngine, HostOffloadAndOnboardRunOnEveryRank) { expectOffloadAsOneRank(BackendKind::kCpu); }
+
+// The same with the FP8 KV cache: every rank's pools hold their heads' codes (the bundled model has
+// no KV scales: 1 on every rank), offloaded, onboarded and reused as bytes.
+TEST(TensorParallelEngine, Fp8KvCacheOffloadsAndReusesOnEveryRank) {
+  expectOffloadAsOneRank(BackendKind::kCpu, KvCacheDtype::kFp8);
+}
 
 // Cancelling a request mid-generation at 2 ranks: it ends cancelled, its KV blocks are returned,
 // and the next request generates what one rank does.
