@@ -226,8 +226,6 @@ class Backend {
   // [layer][K, V] (core/fp8.h's Fp8KvScale rule; each positive and finite). Every scale is 1 until
   // set; a new geometry keeps them. Other pools ignore them.
   virtual Status setKvCacheScales(std::span<const float> scales) = 0;
-  // The KV dtype this backend stores by default (what the engine sizes the pools with).
-  virtual DType preferredKvDtype() const { return DType::kF32; }
   // Reads one block of a pool as float32 ([layers][2][kv_heads][tokens_per_block][head_dim]
   // into `dst`, geometry().elementsPerBlock() floats). For tests and debugging.
   virtual Status readKvBlock(KvPool pool, int32_t block, float* dst) = 0;

@@ -369,10 +369,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config) {
                    static_cast<long long>(rows));
   }
 
-  // KV cache: sized from what the backend has left, in the backend's KV dtype (F32 on CPU), or
-  // FP8 where asked for (every backend).
-  const DType kv_dtype =
-      e->resolved_.kv_dtype == DType::kF8E4M3 ? DType::kF8E4M3 : e->backend_->preferredKvDtype();
+  // KV cache: sized from what the backend has left, in the resolved KV dtype (kvCacheDtype: F32 with
+  // float32 compute, the CPU's, unless FP8), the one the backend was created with.
+  const DType kv_dtype = e->resolved_.kv_dtype;
   KvCacheLayout layout;
   layout.num_layers = static_cast<int32_t>(cfg.num_hidden_layers);
   layout.num_kv_heads = static_cast<int32_t>(e->model_->config().num_key_value_heads);  // (a rank's share)

@@ -58,14 +58,8 @@ template <>
 struct Vec<__nv_fp8_e4m3> {  // an FP8 cache: 16 codes, as their values (unscaled)
   static constexpr int kN = 16;
   __device__ static void toFloat(const uint4& v, float* o) {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const float2 f = __half22float2(__half2(
-          __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i & 1))), __NV_E4M3)));
-      o[2 * i] = f.x;
-      o[2 * i + 1] = f.y;
-    }
+    Vec<__half>::toFloat(fp8x8ToHalf(make_uint2(v.x, v.y)), o);
+    Vec<__half>::toFloat(fp8x8ToHalf(make_uint2(v.z, v.w)), o + 8);
   }
 };
 template <>

@@ -125,7 +125,6 @@ class CudaBackend final : public Backend {
   Status allocateKvPools(const KvPoolGeometry& primary, int64_t secondary_blocks) override;
   const KvPoolGeometry& kvGeometry() const override { return kv_.geometry(); }
   Status copyKvBlocks(std::span<const KvBlockCopy> copies) override;
-  DType preferredKvDtype() const override { return options_.kv_dtype; }
   Status readKvBlock(KvPool pool, int32_t block, float* dst) override;
   Status setKvCacheScales(std::span<const float> scales) override;
 

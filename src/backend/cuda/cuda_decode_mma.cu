@@ -206,6 +206,16 @@ __global__ void __launch_bounds__(kThreads)
   // Keys past `end` are zero-filled and never read: their blocks may not exist, and garbage
   // (NaN) in V would poison 0 * NaN in P V.
   // put_new (kRope): the row's own key is put in here (else skipped: put in later).
+  // Where key j's K and V features from `col` on sit in the pool (the pool's start for a key past
+  // `end`: the copy reads nothing there).
+  auto keySources = [&](int64_t j, int col, const P*& k_src, const P*& v_src) {
+    k_src = v_src = pool;
+    if (j >= end) return;
+    const int64_t at =
+        static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block + (j & tpb_mask) * kHeadDim + col;
+    k_src = pool + k_off + at;
+    v_src = pool + v_off + at;
+  };
   auto loadTile = [&](int t, bool put_new) {
     if constexpr (kFp8) {
 #pragma unroll
@@ -213,14 +223,8 @@ __global__ void __launch_bounds__(kThreads)
         const int row = code_row + i * G::kCodeRowsPerPass;
         const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
         const bool valid = j < end;
-        const P* k_src = pool;
-        const P* v_src = pool;
-        if (valid) {
-          const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
-                             (j & tpb_mask) * kHeadDim + code_col;
-          k_src = pool + k_off + at;
-          v_src = pool + v_off + at;
-        }
+        const P *k_src, *v_src;
+        keySources(j, code_col, k_src, v_src);
         const uint32_t st = code_ring + (t % kStages) * 2 * G::kStageTileBytes + row * kHeadDim + code_col;
         cpAsync16(st, k_src, valid);
         cpAsync16(st + G::kStageTileBytes, v_src, valid);
@@ -234,14 +238,8 @@ __global__ void __launch_bounds__(kThreads)
       const int row = ld_row + i * G::kRowsPerPass;
       const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
       const bool valid = j < end;
-      const P* k_src = pool;
-      const P* v_src = pool;
-      if (valid) {
-        const int64_t at = static_cast<int64_t>(__ldg(table + (j >> tpb_shift))) * g.elems_per_block +
-                           (j & tpb_mask) * kHeadDim + ld_chunk * 8;
-        k_src = pool + k_off + at;
-        v_src = pool + v_off + at;
-      }
+      const P *k_src, *v_src;
+      keySources(j, ld_chunk * 8, k_src, v_src);
       const uint32_t off = static_cast<uint32_t>((row * G::kStride + ld_chunk * 8) * 2);
       if constexpr (kRope) {
         if (new_k && j == keys.pos) {  // (a row without a slot reads the pool, as the two ops do)
