@@ -25,7 +25,7 @@
 //     kernel); P is rounded to bf16 and the row sum accumulates the rounded P,
 //     so O / l is an exact convex combination of V rows with those weights.
 // An FP8 cache (E4M3 codes) runs the fp16 kernel on the codes turned into fp16 in shared memory
-// (kFp8 below), K's scale folded into q and V's into the output.
+// (kFp8 below), K's scale joined to the softmax scale and V's to the output.
 // Only rows g (A rows 0..7) carry heads: a[1] and a[3] (rows 8..15) are zero,
 // and so are the corresponding accumulator halves, which are never read.
 // Attention extras (DecodeAttnArgs::extras: soft-capping, ALiBi) take a second instantiation
@@ -281,7 +281,6 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t q_hi[kDimChunks][4], q_lo[kDimChunks][4];
   {
     const bool ok = gq < group;
-    const float q_mul = a.k_scale;  // (an FP8 cache's K scale; else 1: exact)
     const float* q_row = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh * group + gq) * kHeadDim;
     float qv[kDimChunks][2][2];  // [chunk][half][pair]: features c * 16 + half * 8 + 2 tq (+1)
 #pragma unroll
@@ -289,7 +288,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] * q_mul : 0.0f;
+        for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] : 0.0f;
     if (rotate) {  // feature i's partner i + kHalf sits kDimChunks / 2 chunks on, in this thread
 #pragma unroll
       for (int c = 0; c < kDimChunks / 2; ++c)
@@ -325,7 +324,9 @@ __global__ void __launch_bounds__(kThreads)
   float row_max = -INFINITY;  // running max of the raw (unscaled) scores of head gq (kExtras: the final scores)
   float row_sum = 0.0f;       // this thread's share of the row's sum
   // What turns the running scores into scaled ones: kExtras scales them itself.
-  const float unit = kExtras ? 1.0f : a.scale;
+  // An FP8 cache's K scale joins the softmax scale in float32 (else 1: exact).
+  const float score_scale = a.scale * a.k_scale;
+  const float unit = kExtras ? 1.0f : score_scale;
   const float scale_log2 = unit * kLog2e;
   float slope = 0.0f;  // kExtras: head gq's ALiBi slope
   if constexpr (kExtras) slope = gq < group ? alibiSlope(a.extras, kvh * group + gq) : 0.0f;
@@ -359,7 +360,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
           for (int e = 0; e < 2; ++e)
-            s[nt][e] = extraScore(a.extras, s[nt][e] * a.scale, slope, k0 + nt * 8 + 2 * tq + e, keys.pos);
+            s[nt][e] = extraScore(a.extras, s[nt][e] * score_scale, slope, k0 + nt * 8 + 2 * tq + e, keys.pos);
       }
       if (k0 + 16 > end) {
 #pragma unroll

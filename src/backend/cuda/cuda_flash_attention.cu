@@ -2,7 +2,7 @@
 // tensor cores of the cache's type through mma.sync.m16n8k16 (sm_80+; built for sm_90a).
 // The comments say bf16; with an fp16 cache read fp16 (Q's parts, P and the mma are fp16 then).
 // An FP8 cache (E4M3 codes) runs the fp16 kernel on the codes turned into fp16 in shared memory
-// (kFp8 below), K's scale folded into Q and V's into O.
+// (kFp8 below), K's scale joined to the softmax scale and V's to O.
 //
 // Work decomposition
 //   grid  = (num_tiles, num_heads), block = 128 threads (4 warps).
@@ -237,7 +237,6 @@ __global__ void __launch_bounds__(kThreads)
     const float* q_row = ok ? a.q + static_cast<int64_t>(seq.q_start + r0 + row) * a.ld_q +
                                   static_cast<int64_t>(head) * kHeadDim
                             : a.q;
-    const float q_mul = a.k_scale;  // (an FP8 cache's K scale; else 1: exact)
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c) {
 #pragma unroll
@@ -253,8 +252,6 @@ __global__ void __launch_bounds__(kThreads)
             x = q_row[col];
             y = q_row[col + 1];
           }
-          x *= q_mul;
-          y *= q_mul;
         }
         splitPair<H>(x, y, q_hi[c][h + 2 * half], q_lo[c][h + 2 * half]);
       }
@@ -282,7 +279,9 @@ __global__ void __launch_bounds__(kThreads)
   float row_max[2] = {-INFINITY, -INFINITY};  // running max of the raw (unscaled) scores (kExtras: final)
   float row_sum[2] = {0.0f, 0.0f};            // this thread's share of the row sums
   // kExtras scales the scores itself (then the softmax's scale is 1).
-  const float scale_log2 = (kExtras ? 1.0f : a.scale) * kLog2e;
+  // An FP8 cache's K scale joins the softmax scale in float32 (else 1: exact).
+  const float score_scale = a.scale * a.k_scale;
+  const float scale_log2 = (kExtras ? 1.0f : score_scale) * kLog2e;
   float slope = 0.0f;  // kExtras: the head's ALiBi slope
   if constexpr (kExtras) slope = alibiSlope(a.extras, head);
 
@@ -325,7 +324,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int nt = 0; nt < kKeyTiles; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e)
-            s[nt][e] = extraScore(a.extras, s[nt][e] * a.scale, slope, n0 + nt * 8 + 2 * tq + (e & 1),
+            s[nt][e] = extraScore(a.extras, s[nt][e] * score_scale, slope, n0 + nt * 8 + 2 * tq + (e & 1),
                                   row_pos[e >> 1]);
       }
 
