@@ -97,6 +97,9 @@ struct CudaTuning {
   // FP8 products (quantization fp8) of up to this many rows take the tensor-core matrix-vector
   // kernel, larger ones cuBLASLt's FP8 GEMM (0-8).
   int32_t fp8_gemv_rows = 8;
+  // 8-bit products' inputs quantized by the ops that write them (RMSNorm, SiLU·mul: one pass
+  // fewer per product, the same bits), or by each product itself (off).
+  bool fused_quantization = true;
   int32_t split_waves = 2;         // decode attention key splits aim at this many CTAs per SM (1-16)
   // Tensor parallelism over GPUs: the custom all-reduce kernels (peer access) for messages up to
   // 8 MiB, NCCL beyond (on; LMI's use_custom_all_reduce), or NCCL for every all-reduce (off).

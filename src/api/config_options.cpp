@@ -261,7 +261,8 @@ const Entry<E> kEngine[] = {
      LLMRT_FIELD(E, iter_stats_max_iterations)},
     {{"cuda_tuning", "--cuda-tuning", "", OptionKind::kString, "KEY=VALUE,...",
       "CUDA backend switches for measurements (graphs, gemv, flash, mma_decode, rope_fusion, half_activations, pdl, "
-      "sampling, compact_sampling, row_group_sampling, vector_ops: on|off; gemv_rows, norm_split_rows, fp8_gemv_rows: 0-8; "
+      "sampling, compact_sampling, row_group_sampling, vector_ops, fused_quantization: on|off; gemv_rows, "
+      "norm_split_rows, fp8_gemv_rows: 0-8; "
       "split_waves: 1-16; profile: on|off)"},
      [](E& c, std::string_view v) { return parseCudaTuning(v, c.cuda_tuning); },
      [](const E& c) { return c.cuda_tuning.toString(); }},

@@ -105,6 +105,20 @@ struct MoeRouting {
   bool renormalize = true;
 };
 
+// A row-quantized activation view (dtype F8_E4M3 or I8, as Backend::productInputDtype names it):
+// the rows' codes at data (row stride the view's), then one float32 scale per row at this byte
+// offset, so that a row's values are its codes times its scale (core/fp8.h, core/int8.h). A
+// backend's scratch() of such a dtype has room for both.
+inline int64_t rowQuantizedScalesOffset(int64_t rows, int64_t row_stride) {
+  return (rows * row_stride + 255) / 256 * 256;
+}
+inline float* rowQuantizedScales(const TensorView& t) {
+  const int64_t rows = t.shape.rank() >= 2 ? t.shape[0] : 1;
+  const int64_t stride = t.shape.rank() >= 2 ? t.strides[0] : t.shape[0];
+  return reinterpret_cast<float*>(static_cast<uint8_t*>(t.data) + rowQuantizedScalesOffset(rows, stride));
+}
+inline bool isRowQuantized(DType d) { return d == DType::kF8E4M3 || d == DType::kI8; }
+
 // Block copies between pools (offload / onboard / partial-reuse copy): KvPool and
 // KvBlockCopy (core/kv_block_copy.h), the type the KV cache manager queues.
 
@@ -194,6 +208,16 @@ class Backend {
   // F32. The CPU reference is F32 throughout; the CUDA backend uses BF16 with bf16
   // weights (what the tensor cores read), halving that traffic.
   virtual DType activationDtype() const { return DType::kF32; }
+  // The dtype the input of a product with weights `w` is best written in by the op that produces
+  // it (rmsNorm, siluMul, gatedActivation, activation): activationDtype() (this default), or for
+  // 8-bit products (loadQuantizedWeight) their code type, F8_E4M3 or I8, on a backend whose
+  // ops write quantized rows (rowQuantizedScales), so the product skips its own quantization of
+  // x. Either way the product's output has the same bits: the op rounds each value to
+  // activationDtype() first and quantizes the rounded row as the product would.
+  virtual DType productInputDtype(const TensorView& w) const {
+    (void)w;
+    return activationDtype();
+  }
 
   // ---- host transfers -------------------------------------------------------
   // Copies a 2-D view (rows may be strided; F32, or activationDtype()) of this

@@ -74,6 +74,12 @@ Result<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& conf
   m->comm_ = options.comm;
   LLMRT_RETURN_IF_ERROR(m->loadWeights(config, weights, options));
   m->rope_ = computeRopeTable(config, config.max_position_embeddings);
+  m->normed_dtype_ = m->act_dtype_ = backend.activationDtype();
+  if (m->fusedRmsLayers()) {
+    const DType qkv = m->layersInputDtype(&Layer::qkv_w), up = m->layersInputDtype(&Layer::up_w);
+    if (qkv == up) m->normed_dtype_ = qkv;
+    m->act_dtype_ = m->layersInputDtype(&Layer::down_w);
+  }
   return m;
 }
 
@@ -376,9 +382,27 @@ enum Slot : int {
   kNumSlots
 };
 
+bool DecoderModel::fusedRmsLayers() const {
+  const DecoderDescription& d = config_.decoder;
+  return d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0;
+}
+
+DType DecoderModel::layersInputDtype(TensorView Layer::*w) const {
+  const DType act = backend_.activationDtype();
+  if (layers_.empty()) return act;
+  const DType first = backend_.productInputDtype(layers_.front().*w);
+  for (const Layer& L : layers_)
+    if (backend_.productInputDtype(L.*w) != first) return act;
+  return first;
+}
+
 DType DecoderModel::slotDtype(int slot) const {
   switch (slot) {
-    case kNormed: case kAttnOut: case kUp: case kAct: case kLastNormed: case kNormed2:
+    case kNormed:  // (the normed rows of the last position's logits are kLastNormed)
+      return normed_dtype_;
+    case kAct:
+      return act_dtype_;
+    case kAttnOut: case kUp: case kLastNormed: case kNormed2:
       return backend_.activationDtype();
     default:
       return DType::kF32;
@@ -480,7 +504,7 @@ void DecoderModel::run(int64_t T, int64_t R) {
   backend_.embedding(embed_, x);
   if (d.embedding_multiplier != 1.0) backend_.scaleSoftcap(x, static_cast<float>(d.embedding_multiplier), 0.0f);
   if (pos_embed_.data != nullptr) backend_.addPositionEmbedding(pos_embed_, x);
-  if (d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0) {
+  if (fusedRmsLayers()) {
     runFusedRmsLayers(x, h, qkv, attn_out, buf(kUp, T, d.mlp_gated ? 2 * I : I), buf(kAct, T, I));
   } else {
     for (size_t li = 0; li < layers_.size(); ++li) runLayer(layers_[li], static_cast<int64_t>(li), x, h, qkv, attn_out, T);

@@ -102,6 +102,12 @@ class DecoderModel {
     int64_t window = 0;  // attention window in tokens; 0 = full
   };
 
+  // Llama-style blocks (RMSNorm, sequential, dense MLP): runFusedRmsLayers.
+  bool fusedRmsLayers() const;
+  // The dtype every layer's products with weights `w` (a Layer member) take their input in
+  // (Backend::productInputDtype) when they all agree, else the activation dtype.
+  DType layersInputDtype(TensorView Layer::*w) const;
+
   DecoderModel(const ModelConfig& c, Backend& b) : config_(c), backend_(b) {}
   Status loadWeights(const ModelConfig& full, const WeightSource& weights, const DecoderModelOptions& options);
   // Tensor parallelism: out = in W^T (+ bias, rank 0 only) summed over the ranks (a row-parallel
@@ -144,6 +150,9 @@ class DecoderModel {
   Communicator* comm_ = nullptr;  // tensor parallelism (DecoderModelOptions::comm)
   int64_t vocab_rows_ = 0;        // the LM head rows this rank holds (the vocabulary without tensor parallelism)
   Status tp_error_;               // the first failed collective of a step
+  // runFusedRmsLayers' normed rows (q/k/v and gate|up inputs) and MLP activations (down inputs):
+  // what those products take (layersInputDtype), set at load.
+  DType normed_dtype_ = DType::kF32, act_dtype_ = DType::kF32;
 };
 
 }  // namespace llmrt

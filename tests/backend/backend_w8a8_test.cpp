@@ -7,6 +7,8 @@
 //   float32 operations.
 // Decode-sized products take the tensor-core matrix-vector kernel (k % 64 == 0, m <= fp8_gemv_rows),
 // the rest cuBLASLt's 8-bit GEMM; the "cublaslt" mode sends every product to cuBLASLt.
+#include <functional>
+
 #include "backend_ops_fixture.h"
 #include "core/fp8.h"
 #include "core/int8.h"
@@ -62,6 +64,7 @@ class BackendW8a8 : public BackendOps {
   }
   void linearAndLinearAdd(DType codes);
   void zeroSpikyAndTiedRows(DType codes);
+  void quantizedInputs(DType codes);
   bool compressor_codes_ = false;  // int8 weights as llm-compressor writes them (codes down to -128)
   std::deque<std::vector<uint8_t>> codes_;
   std::deque<std::vector<float>> scales_;
@@ -123,6 +126,61 @@ void BackendW8a8::zeroSpikyAndTiedRows(DType codes) {
   }
 }
 
+// The ops that write a product's input already quantized (Backend::productInputDtype: rmsNorm's
+// and siluMul's fused kernels, gatedActivation through the quantization kernel) hand the product
+// the codes and scales it would compute from their 16-bit outputs, so its outputs are the same
+// bits, on the matrix-vector kernel (m <= 8) and cuBLASLt; and on the CPU reference likewise.
+void BackendW8a8::quantizedInputs(DType codes) {
+  const int64_t n = 48;
+  const DType act = gpu_->activationDtype();
+  for (const int64_t k : {1024, 4096, 14336}) {
+    const auto w = quantizedWeight(n, k, codes);
+    ASSERT_EQ(gpu_->productInputDtype(w.second), codes) << k;
+    const auto norm_w = weight(randomVec(static_cast<size_t>(k), rng_, 1.0f), Shape{k});
+    for (const int64_t m : {1, 5, 300}) {
+      const std::string what = std::to_string(m) + "x" + std::to_string(k);
+      auto [xc, xg] = put(0, m, k, randomVec(static_cast<size_t>(m * k), rng_, 2.0f));
+      auto [guc, gug] = put(5, m, 2 * k, randomVec(static_cast<size_t>(m * 2 * k), rng_, 3.0f), act);
+      // (op, its name): each writes [m, k] from xg / gug into `out`.
+      const std::vector<std::pair<std::function<void(Backend&, const TensorView&, const TensorView&, TensorView)>,
+                                  std::string>>
+          ops = {{[](Backend& b, const TensorView& x, const TensorView& w1, TensorView out) {
+                    b.rmsNorm(x, w1, 1e-5f, out);
+                  },
+                  "rmsNorm"},
+                 {[](Backend& b, const TensorView& gu, const TensorView&, TensorView out) { b.siluMul(gu, out); },
+                  "siluMul"},
+                 {[](Backend& b, const TensorView& gu, const TensorView&, TensorView out) {
+                    b.gatedActivation(Activation::kGeluTanh, gu, out);
+                  },
+                  "gatedActivation"}};
+      for (const auto& [op, name] : ops) {
+        const bool norm = name == "rmsNorm";
+        for (Backend* b : {gpu_.get(), cpu_.get()}) {
+          const bool gpu = b == gpu_.get();
+          const TensorView& in = norm ? (gpu ? xg : xc) : (gpu ? gug : guc);
+          const TensorView& nw = gpu ? norm_w.second : norm_w.first;
+          const TensorView& wq = gpu ? w.second : w.first;
+          TensorView plain = b->scratch(3, m, k, gpu ? act : DType::kF32), quant = b->scratch(4, m, k, codes);
+          ASSERT_NE(quant.data, nullptr);
+          op(*b, in, nw, plain);
+          op(*b, in, nw, quant);
+          TensorView out_plain = b->scratch(6, m, n), out_quant = b->scratch(7, m, n);
+          b->linear(plain, wq, nullptr, out_plain);
+          b->linear(quant, wq, nullptr, out_quant);
+          const std::vector<float> want = get(*b, out_plain), got = get(*b, out_quant);
+          size_t bad = 0;
+          for (size_t i = 0; i < got.size(); ++i)
+            if (!(got[i] == want[i]) && bad++ < 3)
+              ADD_FAILURE() << (gpu ? "gpu " : "cpu ") << name << " " << what << " at " << i << ": " << got[i]
+                            << " vs " << want[i];
+          EXPECT_EQ(bad, 0u) << (gpu ? "gpu " : "cpu ") << name << " " << what;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(BackendW8a8, Fp8LinearAndLinearAddMatchTheCpuReference) { linearAndLinearAdd(DType::kF8E4M3); }
 TEST_P(BackendW8a8, Int8LinearAndLinearAddEqualTheCpuReference) { linearAndLinearAdd(DType::kI8); }
 TEST_P(BackendW8a8, Int8CheckpointCodesDownToMinus128EqualTheCpuReference) {
@@ -131,6 +189,8 @@ TEST_P(BackendW8a8, Int8CheckpointCodesDownToMinus128EqualTheCpuReference) {
 }
 TEST_P(BackendW8a8, Fp8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kF8E4M3); }
 TEST_P(BackendW8a8, Int8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kI8); }
+TEST_P(BackendW8a8, Fp8QuantizedInputsGiveTheSameProducts) { quantizedInputs(DType::kF8E4M3); }
+TEST_P(BackendW8a8, Int8QuantizedInputsGiveTheSameProducts) { quantizedInputs(DType::kI8); }
 
 INSTANTIATE_TEST_SUITE_P(Modes, BackendW8a8,
                          ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},

@@ -51,6 +51,57 @@ void expectNearTheReference(const std::string& model, DType codes) {
               max_diff, max_ref);
 }
 
+// A CPU backend whose norms and MLP activations write the 8-bit products' inputs quantized
+// (Backend::productInputDtype, as the CUDA backend's fused kernels do); counts those writes.
+class QuantizingCpu : public CpuBackend {
+ public:
+  QuantizingCpu() : CpuBackend(2) {}
+  DType productInputDtype(const TensorView& w) const override {
+    return isRowQuantized(w.dtype) ? w.dtype : activationDtype();
+  }
+  void rmsNorm(const TensorView& x, const TensorView& w, float eps, TensorView out) override {
+    quantized_writes += isRowQuantized(out.dtype);
+    CpuBackend::rmsNorm(x, w, eps, out);
+  }
+  void siluMul(const TensorView& gate_up, TensorView out) override {
+    quantized_writes += isRowQuantized(out.dtype);
+    CpuBackend::siluMul(gate_up, out);
+  }
+  int quantized_writes = 0;
+};
+
+// The model hands the products of its Llama-style layers inputs quantized by the ops that write
+// them where the backend asks for it, and the logits are the same bits as with the products
+// quantizing their own inputs (other wirings keep 16-bit inputs: the same logits too).
+void expectQuantizedInputsChangeNothing(const std::string& model, DType codes) {
+  const std::string dir = goldenDir() + "/" + model;
+  auto text = readTextFile(dir + "/golden.json");
+  ASSERT_TRUE(text.isOk()) << text.status().toString();
+  const std::vector<int32_t> ids =
+      nlohmann::json::parse(*text)["cases"][0]["prompt_ids"].get<std::vector<int32_t>>();
+  DecoderModelOptions options;
+  options.product_codes = codes;
+  auto plain = loadModel(dir, 512, 8, 2, options);
+  auto quantizing = loadModel(dir, 512, 8, 2, options, std::make_unique<QuantizingCpu>());
+  ASSERT_TRUE(plain.isOk() && quantizing.isOk()) << plain.status().toString() << quantizing.status().toString();
+  auto want = promptLogits(*plain, ids), got = promptLogits(*quantizing, ids);
+  ASSERT_TRUE(want.isOk() && got.isOk());
+  ASSERT_EQ(got->size(), want->size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got->size(); ++i)
+    if (!((*got)[i] == (*want)[i]) && bad++ < 3) ADD_FAILURE() << model << " at " << i;
+  EXPECT_EQ(bad, 0u) << model;
+  const ModelConfig& c = plain->config;
+  const bool llama_style = c.decoder.norm == NormKind::kRmsNorm &&
+                           c.decoder.residual == ResidualWiring::kSequential && c.decoder.num_experts == 0;
+  const int writes = static_cast<QuantizingCpu&>(*quantizing->backend).quantized_writes;
+  // Llama-style: every layer's two norms and its MLP activation.
+  EXPECT_EQ(writes, llama_style ? 3 * c.num_hidden_layers : 0) << model;
+}
+
+TEST_P(Fp8Products, QuantizedInputsChangeNoLogit) { expectQuantizedInputsChangeNothing(GetParam(), DType::kF8E4M3); }
+TEST_P(Fp8Products, Int8QuantizedInputsChangeNoLogit) { expectQuantizedInputsChangeNothing(GetParam(), DType::kI8); }
+
 TEST_P(Fp8Products, LogitsStayNearTheReference) { expectNearTheReference(GetParam(), DType::kF8E4M3); }
 TEST_P(Fp8Products, Int8LogitsStayNearTheReference) { expectNearTheReference(GetParam(), DType::kI8); }
 

@@ -96,6 +96,10 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
   };
 
  private:
+  // An op writing an 8-bit product's input row-quantized (out F8_E4M3 or I8, rowQuantizedScales):
+  // `op` into a float32 temporary, then each row's codes and scale by core/fp8.h's / core/int8.h's
+  // rule, as the product quantizes a float32 x.
+  void writeQuantized(TensorView out, const std::function<void(TensorView)>& op);
   void linearFp8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
   void linearInt8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out);
   // Address of K (kv=0) or V (kv=1) of `layer`, kv head `h`, for the block (the pool's elements).
@@ -117,6 +121,7 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
   uint64_t weight_bytes_ = 0;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> linear_add_tmp_;  // linearAdd's product
+  std::vector<float> quantized_out_tmp_;  // writeQuantized's float32 rows
   std::vector<float> fp8_x_, fp8_x_scale_;  // an 8-bit product's quantized x (FP8: code values) and row scales
   std::vector<int8_t> int8_x_;              // an INT8 product's quantized x
   KvPoolGeometry geometry_;

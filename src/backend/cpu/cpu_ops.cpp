@@ -68,7 +68,23 @@ void CpuBackend::embedding(const TensorView& table, TensorView out) {
   });
 }
 
+void CpuBackend::writeQuantized(TensorView out, const std::function<void(TensorView)>& op) {
+  const int64_t m = rows(out), k = cols(out), ld = rowStride(out);
+  quantized_out_tmp_.resize(static_cast<size_t>(m * k));
+  op(TensorView(quantized_out_tmp_.data(), DType::kF32, Shape{m, k}));
+  float* scales = rowQuantizedScales(out);
+  auto* codes = static_cast<uint8_t*>(out.data);
+  pool_.parallelFor(m, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* v = quantized_out_tmp_.data() + r * k;
+      scales[r] = out.dtype == DType::kI8 ? quantizeInt8Row(v, k, reinterpret_cast<int8_t*>(codes + r * ld)).scale
+                                          : quantizeFp8Row(v, k, codes + r * ld).scale;
+    }
+  }, 1);
+}
+
 void CpuBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
+  if (isRowQuantized(out.dtype)) return writeQuantized(out, [&](TensorView t) { rmsNorm(x, weight, eps, t); });
   const int64_t n = cols(x);
   const float* w = weight.as<const float>();
   pool_.parallelFor(rows(x), [&](int64_t b, int64_t e) {
@@ -101,6 +117,7 @@ void CpuBackend::linear(const TensorView& x, const TensorView& w, const TensorVi
     auto it = weight_names_.find(w.data);
     if (it != weight_names_.end()) observer_(it->second, x);
   }
+  assert(!isRowQuantized(x.dtype) || x.dtype == w.dtype);  // (a quantized input: weights of its code type)
   if (w.dtype == DType::kF8E4M3) {
     linearFp8(x, w, bias, out);
     return;
@@ -130,11 +147,19 @@ void CpuBackend::linearFp8(const TensorView& x, const TensorView& w, const Tenso
   const float* w_scale = codes + n * k;
   fp8_x_.resize(static_cast<size_t>(m * k));
   fp8_x_scale_.resize(static_cast<size_t>(m));
+  const bool quantized = x.dtype == DType::kF8E4M3;  // (by the op that wrote x: productInputDtype)
   pool_.parallelFor(m, [&](int64_t b, int64_t e) {
     std::vector<uint8_t> q(static_cast<size_t>(k));
     for (int64_t r = b; r < e; ++r) {
-      fp8_x_scale_[static_cast<size_t>(r)] = quantizeFp8Row(x.as<const float>() + r * rowStride(x), k, q.data()).scale;
-      convertToF32(q.data(), DType::kF8E4M3, fp8_x_.data() + r * k, static_cast<size_t>(k));
+      const uint8_t* codes = q.data();
+      if (quantized) {
+        codes = static_cast<const uint8_t*>(x.data) + r * rowStride(x);
+        fp8_x_scale_[static_cast<size_t>(r)] = rowQuantizedScales(x)[r];
+      } else {
+        fp8_x_scale_[static_cast<size_t>(r)] =
+            quantizeFp8Row(x.as<const float>() + r * rowStride(x), k, q.data()).scale;
+      }
+      convertToF32(codes, DType::kF8E4M3, fp8_x_.data() + r * k, static_cast<size_t>(k));
     }
   }, 1);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
@@ -159,9 +184,16 @@ void CpuBackend::linearInt8(const TensorView& x, const TensorView& w, const Tens
   int8_x_.resize(static_cast<size_t>(m * k));
   fp8_x_scale_.resize(static_cast<size_t>(m));
   pool_.parallelFor(m, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r)
-      fp8_x_scale_[static_cast<size_t>(r)] =
-          quantizeInt8Row(x.as<const float>() + r * rowStride(x), k, int8_x_.data() + r * k).scale;
+    for (int64_t r = b; r < e; ++r) {
+      if (x.dtype == DType::kI8) {  // quantized by the op that wrote x (productInputDtype)
+        std::memcpy(int8_x_.data() + r * k, static_cast<const int8_t*>(x.data) + r * rowStride(x),
+                    static_cast<size_t>(k));
+        fp8_x_scale_[static_cast<size_t>(r)] = rowQuantizedScales(x)[r];
+      } else {
+        fp8_x_scale_[static_cast<size_t>(r)] =
+            quantizeInt8Row(x.as<const float>() + r * rowStride(x), k, int8_x_.data() + r * k).scale;
+      }
+    }
   }, 1);
   const float* bv = bias != nullptr ? bias->as<const float>() : nullptr;
   pool_.parallelFor(n, [&](int64_t b, int64_t e) {
@@ -195,6 +227,7 @@ void CpuBackend::linearAdd(const TensorView& x, const TensorView& w, const Tenso
 }
 
 void CpuBackend::siluMul(const TensorView& gate_up, TensorView out) {
+  if (isRowQuantized(out.dtype)) return writeQuantized(out, [&](TensorView t) { siluMul(gate_up, t); });
   const int64_t inter = cols(out);
   pool_.parallelFor(rows(out), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {

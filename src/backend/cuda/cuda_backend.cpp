@@ -387,11 +387,15 @@ Status CudaBackend::finishWeights() {
 TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype) {
   if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);
   PoolBuffer& b = scratch_[static_cast<size_t>(slot)];
-  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) {
-    fail(invalidArgument("scratch: dtype " + std::string(dtypeName(dtype)) + " (F32, BF16 or F16 supported)"));
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16 && !isRowQuantized(dtype)) {
+    fail(invalidArgument("scratch: dtype " + std::string(dtypeName(dtype)) +
+                         " (F32, BF16, F16, and F8_E4M3 or I8 row-quantized supported)"));
     return TensorView(nullptr, dtype, Shape{rows, cols}, Device::kCuda, options_.device);
   }
-  const size_t need = static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtypeSize(dtype);
+  // A row-quantized view's codes, then its row scales (rowQuantizedScales).
+  const size_t need = isRowQuantized(dtype)
+                          ? static_cast<size_t>(rowQuantizedScalesOffset(rows, cols) + std::max<int64_t>(rows, 1) * 4)
+                          : static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtypeSize(dtype);
   reserve(b, need);  // on failure error_ is set and every op is skipped
   return TensorView(b.bytes() >= need ? b.get() : nullptr, dtype, Shape{rows, cols}, Device::kCuda, options_.device);
 }

@@ -46,7 +46,15 @@ void CudaBackend::layerNorm(const TensorView& x, const TensorView& weight, const
 void CudaBackend::activation(Activation act, const TensorView& x, TensorView out) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("activation ") + actName(act); });
-  if (!checkActivation("activation in", x) || !checkActivation("activation out", out)) return;
+  if (!checkActivation("activation in", x)) return;
+  if (isRowQuantized(out.dtype)) {
+    writeQuantized("activation", out, [] { return cudaErrorNotSupported; }, [&](void* tmp) {
+      return cuda::activation(toCudaAct(act), x.data, x.dtype, viewRowStride(x), viewRows(out), viewCols(out), tmp,
+                              activation_dtype_, viewRowStride(out), stream_.get());
+    });
+    return;
+  }
+  if (!checkActivation("activation out", out)) return;
   LLMRT_CUDA_OP_CHECK(cuda::activation(toCudaAct(act), x.data, x.dtype, viewRowStride(x), viewRows(out),
                                        viewCols(out), out.data, out.dtype, viewRowStride(out),
                                        stream_.get()));
@@ -55,7 +63,15 @@ void CudaBackend::activation(Activation act, const TensorView& x, TensorView out
 void CudaBackend::gatedActivation(Activation act, const TensorView& gate_up, TensorView out) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("gatedActivation ") + actName(act); });
-  if (!checkActivation("gatedActivation in", gate_up) || !checkActivation("gatedActivation out", out)) return;
+  if (!checkActivation("gatedActivation in", gate_up)) return;
+  if (isRowQuantized(out.dtype)) {
+    writeQuantized("gatedActivation", out, [] { return cudaErrorNotSupported; }, [&](void* tmp) {
+      return cuda::gatedActivation(toCudaAct(act), gate_up.data, gate_up.dtype, viewRowStride(gate_up), viewRows(out),
+                                   viewCols(out), tmp, activation_dtype_, viewRowStride(out), stream_.get());
+    });
+    return;
+  }
+  if (!checkActivation("gatedActivation out", out)) return;
   LLMRT_CUDA_OP_CHECK(cuda::gatedActivation(toCudaAct(act), gate_up.data, gate_up.dtype, viewRowStride(gate_up),
                                             viewRows(out), viewCols(out), out.data, out.dtype,
                                             viewRowStride(out), stream_.get()));

@@ -113,6 +113,7 @@ class CudaBackend final : public Backend {
                                     int64_t group, const std::string& name) override;
   TensorView scratch(int slot, int64_t rows, int64_t cols, DType dtype = DType::kF32) override;
   DType activationDtype() const override { return activation_dtype_; }
+  DType productInputDtype(const TensorView& w) const override;
   Status copyToHost(const TensorView& src, float* dst) override;
   Status copyFromHost(const float* src, TensorView dst) override;
   Status bindThread() override;
@@ -204,8 +205,14 @@ class CudaBackend final : public Backend {
   static const float* fp8RowScales(const TensorView& w);
   // product() for 4-bit weights (loadInt4Weight).
   void productInt4(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
-  // product() for 8-bit weights (loadQuantizedWeight).
+  // product() for 8-bit weights (loadQuantizedWeight); x 16-bit or float32 (quantized here), or
+  // row-quantized in the weights' code type (productInputDtype).
   void productW8a8(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out, bool accumulate);
+  // An op writing an 8-bit product's input (out row-quantized, productInputDtype): `fused`, the
+  // op's quantizing kernel, where it fits (else it returns cudaErrorNotSupported), else `op` into
+  // half_x_ in the activation dtype (its row stride the out's) and w8a8QuantizeRows from there.
+  void writeQuantized(const char* what, TensorView out, const std::function<cudaError_t()>& fused,
+                      const std::function<cudaError_t(void* tmp)>& op);
   explicit CudaBackend(const CudaBackendOptions& options) : options_(options) {}
   const CudaTuning& tuning() const { return options_.tuning; }
   void fail(Status s);

@@ -62,12 +62,50 @@ void CudaBackend::embedding(const TensorView& table, TensorView out) {
 
 void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
   if (failed()) return;
-  OpScope scope(this, [&] { return std::string("rmsNorm"); });
-  if (!checkDtypes("rmsNorm", x, DType::kF32) || !checkDtypes("rmsNorm weight", weight, DType::kF32) ||
-      !checkActivation("rmsNorm out", out))
+  OpScope scope(this, [&] { return std::string(isRowQuantized(out.dtype) ? "rmsNorm+quantize" : "rmsNorm"); });
+  if (!checkDtypes("rmsNorm", x, DType::kF32) || !checkDtypes("rmsNorm weight", weight, DType::kF32)) return;
+  if (isRowQuantized(out.dtype)) {
+    writeQuantized(
+        "rmsNorm", out,
+        [&] {
+          return cuda::rmsNormQuantize(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), activation_dtype_,
+                                       out.dtype, static_cast<uint8_t*>(out.data), ld(out), rowQuantizedScales(out),
+                                       stream_.get());
+        },
+        [&](void* tmp) {
+          return cuda::rmsNorm(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), tmp, activation_dtype_, ld(out),
+                               stream_.get());
+        });
     return;
+  }
+  if (!checkActivation("rmsNorm out", out)) return;
   LLMRT_CUDA_OP_CHECK(
       cuda::rmsNorm(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), out.data, out.dtype, ld(out), stream_.get()));
+}
+
+DType CudaBackend::productInputDtype(const TensorView& w) const {
+  const int64_t k = w.shape.rank() == 2 ? w.shape[1] : 0;
+  if (tuning().fused_quantization && isRowQuantized(w.dtype) && k % 8 == 0 && k <= cuda::kQuantizedInputMaxFeatures)
+    return w.dtype;
+  return activation_dtype_;
+}
+
+void CudaBackend::writeQuantized(const char* what, TensorView out, const std::function<cudaError_t()>& fused,
+                                 const std::function<cudaError_t(void* tmp)>& op) {
+  if (out.shape.rank() != 2 || ld(out) < cols(out)) {
+    fail(invalidArgument(std::string(what) + ": a row-quantized output must be a [rows, cols] view"));
+    return;
+  }
+  const cudaError_t e = fused();
+  if (e != cudaErrorNotSupported) {
+    LLMRT_CUDA_OP_CHECK(e);
+    return;
+  }
+  const int64_t m = rows(out), k = cols(out);
+  if (!reserve(half_x_, static_cast<size_t>(m * ld(out)) * dtypeSize(activation_dtype_))) return;
+  LLMRT_CUDA_OP_CHECK(op(half_x_.get()));
+  LLMRT_CUDA_OP_CHECK(cuda::w8a8QuantizeRows(out.dtype, half_x_.get(), activation_dtype_, ld(out), m, k,
+                                             static_cast<uint8_t*>(out.data), rowQuantizedScales(out), stream_.get()));
 }
 
 void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
@@ -82,8 +120,23 @@ void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
 
 void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
   if (failed()) return;
-  OpScope scope(this, [&] { return std::string("siluMul"); });
-  if (!checkActivation("siluMul in", gate_up) || !checkActivation("siluMul out", out)) return;
+  OpScope scope(this, [&] { return std::string(isRowQuantized(out.dtype) ? "siluMul+quantize" : "siluMul"); });
+  if (!checkActivation("siluMul in", gate_up)) return;
+  if (isRowQuantized(out.dtype)) {
+    writeQuantized(
+        "siluMul", out,
+        [&] {
+          return cuda::siluMulQuantize(gate_up.data, gate_up.dtype, ld(gate_up), rows(out), cols(out),
+                                       activation_dtype_, out.dtype, static_cast<uint8_t*>(out.data), ld(out),
+                                       rowQuantizedScales(out), stream_.get());
+        },
+        [&](void* tmp) {
+          return cuda::siluMul(gate_up.data, gate_up.dtype, ld(gate_up), rows(out), cols(out), tmp, activation_dtype_,
+                               ld(out), stream_.get());
+        });
+    return;
+  }
+  if (!checkActivation("siluMul out", out)) return;
   LLMRT_CUDA_OP_CHECK(cuda::siluMul(gate_up.data, gate_up.dtype, ld(gate_up), rows(out), cols(out), out.data,
                                     out.dtype, ld(out), stream_.get()));
 }
@@ -154,11 +207,12 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   const int64_t m = rows(x), k = cols(x), n = w.shape[0];
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
-  if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
-  if (w.dtype == DType::kF8E4M3 || w.dtype == DType::kI8) {
+  if (isRowQuantized(w.dtype)) {
+    if ((!isRowQuantized(x.dtype) && !checkActivation("linear x", x)) || !checkActivation("linear out", out)) return;
     productW8a8(x, w, bias, out, accumulate);
     return;
   }
+  if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
   if (w.dtype == DType::kU8) {
     productInt4(x, w, bias, out, accumulate);
     return;
@@ -275,7 +329,8 @@ void CudaBackend::productInt4(const TensorView& x, const TensorView& w, const Te
   product(x, TensorView(int4_w_.get(), wt, Shape{n, k}, Device::kCuda, options_.device), bias, out, accumulate);
 }
 
-// 8-bit weights (loadQuantizedWeight): x's rows quantized (codes and row scales into fp8_x_), then
+// 8-bit weights (loadQuantizedWeight): x's rows quantized (codes and row scales into fp8_x_; or
+// already, by the op that wrote x: productInputDtype), then
 // the tensor-core matrix-vector kernel for decode-sized steps, else cuBLASLt's 8-bit GEMM: FP8 with
 // both scale vectors in its epilogue; INT8, and FP8 where cuBLASLt refuses outer-vector scaling,
 // its unscaled sums and a scaling kernel. Bias after the product on the scaled-GEMM path, as for
@@ -300,15 +355,28 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
   const float* sw = fp8RowScales(w);
   const float* bias_ptr = bias ? f32(*bias) : nullptr;
   const auto* wq = static_cast<const uint8_t*>(w.data);
-  const size_t codes = (static_cast<size_t>(m * k) + 255) / 256 * 256;
-  if (!reserve(fp8_x_, codes + static_cast<size_t>(m) * sizeof(float))) return;
-  auto* q = static_cast<uint8_t*>(fp8_x_.get());
-  auto* sx = reinterpret_cast<float*>(q + codes);
-  {
+  const uint8_t* q = nullptr;
+  const float* sx = nullptr;
+  if (isRowQuantized(x.dtype)) {  // quantized by the op that wrote it (productInputDtype)
+    if (x.dtype != codes_dt || ld(x) != k) {
+      fail(invalidArgument(strprintf("linear (%s): a quantized input must hold contiguous %s codes, not %s", kind,
+                                     std::string(dtypeName(codes_dt)).c_str(),
+                                     std::string(dtypeName(x.dtype)).c_str())));
+      return;
+    }
+    q = static_cast<const uint8_t*>(x.data);
+    sx = rowQuantizedScales(x);
+  } else {
+    const size_t codes = (static_cast<size_t>(m * k) + 255) / 256 * 256;
+    if (!reserve(fp8_x_, codes + static_cast<size_t>(m) * sizeof(float))) return;
+    auto* qx = static_cast<uint8_t*>(fp8_x_.get());
+    auto* sxx = reinterpret_cast<float*>(qx + codes);
+    q = qx;
+    sx = sxx;
     OpScope scope(this, [&] {
       return strprintf("%s quantize m<=%lld k=%lld", kind, rowBucket(m), static_cast<long long>(k));
     });
-    LLMRT_CUDA_OP_CHECK(cuda::w8a8QuantizeRows(codes_dt, x.data, x.dtype, ld(x), m, k, q, sx, stream_.get()));
+    LLMRT_CUDA_OP_CHECK(cuda::w8a8QuantizeRows(codes_dt, x.data, x.dtype, ld(x), m, k, qx, sxx, stream_.get()));
   }
   OpScope scope(this, [&] {
     return strprintf("%s %s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", kind,

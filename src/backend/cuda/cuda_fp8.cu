@@ -20,6 +20,7 @@
 
 #include <algorithm>
 
+#include "backend/cuda/cuda_codes.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
@@ -28,21 +29,6 @@ namespace llmrt::cuda {
 namespace {
 
 constexpr int kQuantThreads = 256;
-
-// The code rules (core/fp8.h, core/int8.h).
-struct E4m3Codes {
-  static constexpr float kMax = 448.0f;
-  using Acc = float;
-  __device__ static uint8_t code(float v) { return static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)); }
-};
-struct Int8Codes {
-  static constexpr float kMax = 127.0f;
-  using Acc = int;
-  __device__ static uint8_t code(float v) {
-    const int c = max(-127, min(127, __float2int_rn(v)));  // (NaN: 0)
-    return static_cast<uint8_t>(static_cast<int8_t>(c));
-  }
-};
 
 template <typename T, typename C>
 __global__ void __launch_bounds__(kQuantThreads)
@@ -53,16 +39,10 @@ __global__ void __launch_bounds__(kQuantThreads)
   const T* row = x + blockIdx.x * ld_x;
   float amax = 0.0f;
   for (int64_t i = threadIdx.x; i < k; i += kQuantThreads) amax = fmaxf(amax, fabsf(toFloat(row[i])));
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  __shared__ float warp_max[kQuantThreads / 32];
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = amax;
-  __syncthreads();
-  amax = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kQuantThreads / 32; ++w) amax = fmaxf(amax, warp_max[w]);
-  const bool nonzero = amax > 0.0f;
-  const float inverse = nonzero ? C::kMax / amax : 1.0f;
-  if (threadIdx.x == 0) scales[blockIdx.x] = nonzero ? amax / C::kMax : 1.0f;
+  __shared__ float warp_max[32];
+  const float2 si = rowScaleInverse<C>(blockMax(amax, warp_max));
+  const float inverse = si.y;
+  if (threadIdx.x == 0) scales[blockIdx.x] = si.x;
   uint8_t* qrow = q + blockIdx.x * k;
   for (int64_t i = threadIdx.x; i < k; i += kQuantThreads) qrow[i] = C::code(toFloat(row[i]) * inverse);
 }

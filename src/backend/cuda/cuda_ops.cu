@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "backend/cuda/cuda_codes.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
@@ -72,26 +73,13 @@ __global__ void rmsNormKernel(const float* x, int64_t ld_x, const float* w, floa
   for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) storeFloat(out + r * ld_out + i, roundAs(w[i] * xr[i], out) * inv);
 }
 
-// rmsNormKernel for rows of up to 4 * V * blockDim.x features (blockDim.x <= 256) with cols, the
-// row stride and the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in
-// registers from one read for the sum of squares (groupedInvRms's order, from the registers: a
-// group of 8 features is an even thread's float4 and the next thread's) and the scaling.
-template <typename TO, int V>
-__global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, TO* out,
-                                 int64_t ld_out) {
-  pdlWait();
-  pdlLaunchDependents();
-  __shared__ float groups[V * 256 / 2];  // each group's sum of squares
+// The row's float4s v (thread t holds float4 t + j * blockDim.x, j < V, of the n4 = cols / 4) ->
+// 1 / rms of the row for every thread, in groupedInvRms's order from the registers: a group of 8
+// features is an even thread's float4 and the next thread's. `groups` holds V * blockDim.x / 2
+// floats.
+template <int V>
+__device__ __forceinline__ float vecInvRms(const float4 (&v)[V], int n4, int cols, float eps, float* groups) {
   __shared__ float inv_rms;
-  const int64_t r = blockIdx.x;
-  const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
-  const int n4 = cols / 4;
-  float4 v[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const int i = threadIdx.x + j * blockDim.x;
-    if (i < n4) v[j] = xr[i];
-  }
   auto addSquares = [](float s, const float4& a) {  // in feature order, each square rounded
     s = __fadd_rn(s, __fmul_rn(a.x, a.x));
     s = __fadd_rn(s, __fmul_rn(a.y, a.y));
@@ -115,7 +103,34 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, f
     if (threadIdx.x == 0) inv_rms = inv;
   }
   __syncthreads();
-  const float inv = inv_rms;
+  return inv_rms;
+}
+
+// The row's float4s (as vecInvRms) from x's row r.
+template <int V>
+__device__ __forceinline__ void loadRow4(const float* x, int64_t ld_x, int n4, float4 (&v)[V]) {
+  const float4* xr = reinterpret_cast<const float4*>(x + static_cast<int64_t>(blockIdx.x) * ld_x);
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i < n4) v[j] = xr[i];
+  }
+}
+
+// rmsNormKernel for rows of up to 4 * V * blockDim.x features (blockDim.x <= 256) with cols, the
+// row stride and the pointers multiples of 4 features (16 bytes): float4 accesses, the row kept in
+// registers from one read for the sum of squares (vecInvRms) and the scaling.
+template <typename TO, int V>
+__global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, TO* out,
+                                 int64_t ld_out) {
+  pdlWait();
+  pdlLaunchDependents();
+  __shared__ float groups[V * 256 / 2];  // each group's sum of squares
+  const int64_t r = blockIdx.x;
+  const int n4 = cols / 4;
+  float4 v[V];
+  loadRow4(x, ld_x, n4, v);
+  const float inv = vecInvRms(v, n4, cols, eps, groups);
   const float4* w4 = reinterpret_cast<const float4*>(w);
 #pragma unroll
   for (int j = 0; j < V; ++j) {
@@ -125,6 +140,50 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, f
     float4 gx = make_float4(g.x * v[j].x, g.y * v[j].y, g.z * v[j].z, g.w * v[j].w);
     roundAs(gx, out);
     store4(out + r * ld_out + 4 * i, make_float4(gx.x * inv, gx.y * inv, gx.z * inv, gx.w * inv));
+  }
+}
+
+// rmsNormVecKernel whose rows are an 8-bit product's input, quantized (C: cuda_codes.h): each
+// value as rmsNormVecKernel stores it in R (the activation dtype), then the row's codes by the
+// quantization kernel's rule (cuda_fp8.cu) into q (row stride ld_q) and its scale into scales[r]:
+// the bits of rmsNorm into R followed by w8a8QuantizeRows.
+template <typename R, typename C, int V>
+__global__ void rmsNormQuantKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, uint8_t* q,
+                                   int64_t ld_q, float* scales) {
+  pdlWait();
+  pdlLaunchDependents();
+  __shared__ float groups[V * 256 / 2];
+  __shared__ float warp_max[32];
+  const int64_t r = blockIdx.x;
+  const int n4 = cols / 4;
+  float4 v[V];
+  loadRow4(x, ld_x, n4, v);
+  const float inv = vecInvRms(v, n4, cols, eps, groups);
+  const R* tag = nullptr;
+  const float4* w4 = reinterpret_cast<const float4*>(w);
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i >= n4) break;
+    const float4 g = w4[i];
+    float4 y = make_float4(g.x * v[j].x, g.y * v[j].y, g.z * v[j].z, g.w * v[j].w);
+    roundAs(y, tag);
+    y = make_float4(y.x * inv, y.y * inv, y.z * inv, y.w * inv);
+    roundAs(y, tag);
+    v[j] = y;
+    amax = fmaxf(amax, fmaxf(fmaxf(fabsf(y.x), fabsf(y.y)), fmaxf(fabsf(y.z), fabsf(y.w))));
+  }
+  const float2 si = rowScaleInverse<C>(blockMax(amax, warp_max));
+  if (threadIdx.x == 0) scales[r] = si.x;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i >= n4) break;
+    const float4 y = v[j];
+    const uint32_t c = C::code(y.x * si.y) | (C::code(y.y * si.y) << 8) | (C::code(y.z * si.y) << 16) |
+                       (static_cast<uint32_t>(C::code(y.w * si.y)) << 24);
+    *reinterpret_cast<uint32_t*>(q + r * ld_q + 4 * i) = c;
   }
 }
 
@@ -179,6 +238,56 @@ __global__ void siluMulVecKernel(const TI* gu, int64_t ld_gu, int64_t rows, int6
     auto f = [](float g, float u) { return (g / (1.0f + expf(-g))) * u; };
     store8(out + r * ld_out + i, make_float4(f(g0.x, u0.x), f(g0.y, u0.y), f(g0.z, u0.z), f(g0.w, u0.w)),
            make_float4(f(g1.x, u1.x), f(g1.y, u1.y), f(g1.z, u1.z), f(g1.w, u1.w)));
+  }
+}
+
+// siluMulVecKernel whose rows are an 8-bit product's input, quantized (C: cuda_codes.h), one block
+// of 256 threads per row of up to 8 * V * 256 features: each value as siluMulVecKernel stores it
+// in R (the activation dtype), kept in registers, then the row's codes by the quantization
+// kernel's rule into q (row stride ld_q) and its scale into scales[r]: the bits of siluMul into R
+// followed by w8a8QuantizeRows.
+template <typename TI, typename R, typename C, int V>
+__global__ void __launch_bounds__(256)
+    siluMulQuantKernel(const TI* gu, int64_t ld_gu, int64_t inter, uint8_t* q, int64_t ld_q, float* scales) {
+  pdlWait();
+  pdlLaunchDependents();
+  __shared__ float warp_max[32];
+  const int64_t r = blockIdx.x;
+  const int n8 = static_cast<int>(inter / 8);
+  const R* tag = nullptr;
+  float4 y[V][2];
+  float amax = 0.0f;
+  auto f = [](float g, float u) { return (g / (1.0f + expf(-g))) * u; };
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * 256;
+    if (i >= n8) break;
+    float4 g0, g1, u0, u1;
+    load8(gu + r * ld_gu + 8 * i, g0, g1);
+    load8(gu + r * ld_gu + inter + 8 * i, u0, u1);
+    y[j][0] = make_float4(f(g0.x, u0.x), f(g0.y, u0.y), f(g0.z, u0.z), f(g0.w, u0.w));
+    y[j][1] = make_float4(f(g1.x, u1.x), f(g1.y, u1.y), f(g1.z, u1.z), f(g1.w, u1.w));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      roundAs(y[j][h], tag);
+      const float4& a = y[j][h];
+      amax = fmaxf(amax, fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))));
+    }
+  }
+  const float2 si = rowScaleInverse<C>(blockMax(amax, warp_max));
+  if (threadIdx.x == 0) scales[r] = si.x;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = threadIdx.x + j * 256;
+    if (i >= n8) break;
+    uint32_t c[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float4& a = y[j][h];
+      c[h] = C::code(a.x * si.y) | (C::code(a.y * si.y) << 8) | (C::code(a.z * si.y) << 16) |
+             (static_cast<uint32_t>(C::code(a.w * si.y)) << 24);
+    }
+    *reinterpret_cast<uint2*>(q + r * ld_q + 8 * i) = make_uint2(c[0], c[1]);
   }
 }
 
@@ -466,6 +575,61 @@ cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int
       return launchPdl(rmsNormVecKernel<TO, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
     if (vec) return launchPdl(rmsNormVecKernel<TO, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
     return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, w, eps, cols, o, ld_out);
+  }));
+}
+
+cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols,
+                            DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const int64_t n4 = cols / 4;
+  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
+  const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
+  if (cols % 4 != 0 || per_thread < 1 || per_thread > 16 || ld_x % 4 != 0 || ld_q % 4 != 0 || !aligned16(x) ||
+      !aligned16(w) || reinterpret_cast<uintptr_t>(q) % 4 != 0 ||
+      (codes != DType::kF8E4M3 && codes != DType::kI8))
+    return cudaErrorNotSupported;
+  const int c = static_cast<int>(cols);
+  return launched(withElementType(round, [&](auto rtag) {
+    using R = decltype(rtag);
+    return withCodes(codes == DType::kI8, [&](auto ctag) {
+      using C = decltype(ctag);
+      if (per_thread == 1)
+        return launchPdl(rmsNormQuantKernel<R, C, 1>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+      if (per_thread == 2)
+        return launchPdl(rmsNormQuantKernel<R, C, 2>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+      if (per_thread <= 4)
+        return launchPdl(rmsNormQuantKernel<R, C, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+      if (per_thread <= 8)
+        return launchPdl(rmsNormQuantKernel<R, C, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+      return launchPdl(rmsNormQuantKernel<R, C, 16>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+    });
+  }));
+}
+
+cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, DType round,
+                            DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  const int64_t n8 = inter / 8, per_thread = (n8 + 255) / 256;
+  if (inter % 8 != 0 || per_thread < 1 || per_thread > 8 || ld_gu % 8 != 0 || ld_q % 8 != 0 || !aligned16(gu) ||
+      reinterpret_cast<uintptr_t>(q) % 8 != 0 ||
+      (codes != DType::kF8E4M3 && codes != DType::kI8))
+    return cudaErrorNotSupported;
+  return launched(withElementType(gu_dtype, [&](auto itag) {
+    using TI = decltype(itag);
+    const TI* g = static_cast<const TI*>(gu);
+    return withElementType(round, [&](auto rtag) {
+      using R = decltype(rtag);
+      return withCodes(codes == DType::kI8, [&](auto ctag) {
+        using C = decltype(ctag);
+        if (per_thread == 1)
+          return launchPdl(siluMulQuantKernel<TI, R, C, 1>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+        if (per_thread == 2)
+          return launchPdl(siluMulQuantKernel<TI, R, C, 2>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+        if (per_thread <= 4)
+          return launchPdl(siluMulQuantKernel<TI, R, C, 4>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+        return launchPdl(siluMulQuantKernel<TI, R, C, 8>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+      });
+    });
   }));
 }
 
