@@ -82,6 +82,112 @@ TEST_P(TensorParallelForward, RanksReproduceTheSingleRankLogits) {
   if (ran == 0) GTEST_SKIP() << GetParam() << ": no rank count in {2, 4} splits its shapes";
 }
 
+// A rank's communicator that writes down its calls in order: 'B' barrier, 'R' all-reduce, 'G'
+// all-gather (the group's own communicator does the work).
+class RecordingCommunicator final : public Communicator {
+ public:
+  explicit RecordingCommunicator(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Status allReduceSum(float* data, int64_t count) override {
+    calls += 'R';
+    return inner_.allReduceSum(data, count);
+  }
+  Status allGather(const float* in, int64_t count, float* out) override {
+    calls += 'G';
+    return inner_.allGather(in, count, out);
+  }
+  Status broadcast(float* data, int64_t count, int root) override { return inner_.broadcast(data, count, root); }
+  Status barrier() override {
+    calls += 'B';
+    return inner_.barrier();
+  }
+  void abort(const Status& why) override { inner_.abort(why); }
+  std::string calls;
+
+ private:
+  Communicator& inner_;
+};
+
+// A CPU backend that says its memory is a device's, as CUDA ranks' is (so the model fences its
+// collectives), and that can record decode steps (the recording runs the step's ops as they are).
+class DeviceLikeCpu final : public CpuBackend {
+ public:
+  explicit DeviceLikeCpu(bool record) : CpuBackend(1), record_(record) {}
+  Device device() const override { return Device::kCuda; }
+  bool canRecord() const override { return record_; }
+
+ private:
+  bool record_;
+};
+
+// Which collectives a step of a sharded model enqueues between fences (fencedCollective): on
+// device ranks every collective of a step run op by op sits between two barriers, a recorded step
+// has none inside and one after its launch; on CPU ranks (host collectives) there are no fences.
+// Every step begins with the barrier after beginStep.
+TEST(TensorParallelFences, DeviceRanksFenceEachCollectiveOrTheRecordedStep) {
+  const std::string dir = goldenDir() + "/llama_gqa_llama3rope";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " is missing";
+  auto config = loadModelConfig(dir + "/config.json");
+  ASSERT_TRUE(config.isOk());
+  const int64_t layers = config->num_hidden_layers;
+  // 0: CPU ranks; 1: device ranks, op by op; 2: device ranks that record decode steps.
+  for (int kind : {0, 1, 2}) {
+    auto group = makeInProcessGroup(2);
+    ASSERT_TRUE(group.isOk());
+    std::vector<std::unique_ptr<RecordingCommunicator>> comms;
+    for (auto& c : *group) comms.push_back(std::make_unique<RecordingCommunicator>(*c));
+    std::vector<std::vector<std::string>> steps(2);  // per rank, each step's calls
+    std::vector<Status> result(2);
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r)
+      ranks.emplace_back([&, r] {
+        DecoderModelOptions o;
+        o.comm = comms[static_cast<size_t>(r)].get();
+        auto m = loadModel(dir, 64, 8, 1, o, kind == 0 ? nullptr : std::make_unique<DeviceLikeCpu>(kind == 2));
+        if (!m.isOk()) {
+          o.comm->abort(m.status());
+          result[static_cast<size_t>(r)] = m.status();
+          return;
+        }
+        std::vector<int32_t> blocks = m->allocBlocks(16);
+        const std::vector<std::vector<int32_t>> tokens{{1, 5, 9, 2}, {3}};
+        int64_t cached = 0;
+        for (const std::vector<int32_t>& t : tokens) {
+          comms[static_cast<size_t>(r)]->calls.clear();
+          ForwardBatch b;
+          b.add(t.data(), static_cast<int64_t>(t.size()), cached, blocks, LogitsMode::kLast);
+          cached += static_cast<int64_t>(t.size());
+          auto logits = m->forward(b);
+          if (!logits.isOk()) {
+            result[static_cast<size_t>(r)] = logits.status();
+            return;
+          }
+          steps[static_cast<size_t>(r)].push_back(comms[static_cast<size_t>(r)]->calls);
+        }
+      });
+    for (std::thread& t : ranks) t.join();
+    // Two all-reduces per layer (o, down), then the logits' all-gather.
+    std::string bare(static_cast<size_t>(2 * layers), 'R');
+    bare += 'G';
+    std::string fenced;
+    for (char c : bare) fenced += std::string("B") + c + "B";
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_TRUE(result[static_cast<size_t>(r)].isOk()) << kind << ": " << result[static_cast<size_t>(r)].toString();
+      ASSERT_EQ(steps[static_cast<size_t>(r)].size(), 2u);
+      const std::string& prefill = steps[static_cast<size_t>(r)][0];
+      const std::string& decode = steps[static_cast<size_t>(r)][1];
+      if (kind == 0) {
+        EXPECT_EQ(prefill, "B" + bare) << "CPU ranks, rank " << r;
+        EXPECT_EQ(decode, "B" + bare) << "CPU ranks, rank " << r;
+      } else {
+        EXPECT_EQ(prefill, "B" + fenced) << "device ranks, rank " << r;
+        EXPECT_EQ(decode, kind == 1 ? "B" + fenced : "B" + bare + "B") << "device ranks, rank " << r << ", kind " << kind;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, TensorParallelForward, ::testing::ValuesIn(goldenModels()));
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TensorParallelForward);
 
