@@ -21,6 +21,7 @@ struct QuantizeOptions {
   int64_t calib_seq_len = 512;
   double alpha = 0.8;          // migration strength, in [0, 1] (LMI's smoothquant_alpha)
   int64_t awq_group_size = 128;  // awq: input features per scale and zero point
+  bool awq_clip = true;          // awq: AutoAWQ's clipping search (its apply_clip)
   // Any method: also calibrate the FP8 KV cache — run the calibration text (as smoothquant) and
   // write each layer's k_scale = max |K| / 448 (K after RoPE) and v_scale = max |V| / 448 as F32
   // scalars "<attention module>.k_scale" / ".v_scale", which `--kv-cache-dtype fp8` reads (and
@@ -55,7 +56,10 @@ struct QuantizeReport {
 // an fp16 scale per awq_group_size inputs of a row; loader/awq_pack.h): calibrated as smoothquant
 // is, each norm-fed group's column scale s = a^alpha / normalization (a: mean |x| per channel) is
 // the alpha of a grid search minimizing the group's output error on the calibration rows after
-// quantization, folded into the norm; the other matrices (o, down) are quantized as they are.
+// quantization, folded into the norm; then (awq_clip) each of those matrices but the query and key
+// projections gets AutoAWQ's clipping search: per row and group, the largest magnitude shrunk by
+// 0-45% in steps of 5%, whichever clamp-then-quantize adds the least output error on the
+// calibration rows; the other matrices (o, down) are quantized as they are.
 // Errors also: InvalidArgument for alpha outside [0, 1], calib_size or calib_seq_len < 1, an
 // unreadable or empty calibration text; the model's own load errors.
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& options);

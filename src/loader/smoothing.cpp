@@ -1,5 +1,6 @@
 #include "loader/smoothing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -53,7 +54,26 @@ void TensorSmoothing::add(const SmoothingGroup& g, std::vector<float> s, bool no
   for (const std::string& m : g.consumers) ops_[m] = {Kind::kColumns, shared};
 }
 
+void TensorSmoothing::clip(const std::string& name, std::vector<float> max_abs, int64_t group) {
+  clips_[name] = {std::move(max_abs), group};
+}
+
 Status TensorSmoothing::apply(const std::string& name, const Shape& shape, std::span<float> v) const {
+  LLMRT_RETURN_IF_ERROR(scale(name, shape, v));
+  auto c = clips_.find(name);
+  if (c == clips_.end()) return Status::ok();
+  const int64_t cols = shape.rank() == 2 ? shape[1] : 0, group = c->second.group;
+  if (group < 1 || cols % group != 0 ||
+      static_cast<int64_t>(c->second.max_abs.size()) * group != static_cast<int64_t>(v.size()))
+    return invalidArgument("smoothing: the clipping of '" + name + "' does not fit its shape " + shape.toString());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float m = c->second.max_abs[i / static_cast<size_t>(group)];
+    v[i] = std::clamp(v[i], -m, m);
+  }
+  return Status::ok();
+}
+
+Status TensorSmoothing::scale(const std::string& name, const Shape& shape, std::span<float> v) const {
   auto it = ops_.find(name);
   if (it == ops_.end()) return Status::ok();
   const std::vector<float>& s = *it->second.s;

@@ -49,13 +49,23 @@ class TensorSmoothing {
  public:
   // Records s for `group`: its norm divided, its consumers' columns multiplied.
   void add(const SmoothingGroup& group, std::vector<float> s, bool norm_weight_offset_one);
+  // Clamps matrix `name` [rows, cols] after its columns are scaled: each row's groups of `group`
+  // columns to [-m, m], m = max_abs[row * (cols / group) + group index] (AWQ's clipping search).
+  void clip(const std::string& name, std::vector<float> max_abs, int64_t group);
   // Whether `name` changes.
-  bool touches(const std::string& name) const { return ops_.count(name) > 0; }
+  bool touches(const std::string& name) const { return ops_.count(name) > 0 || clips_.count(name) > 0; }
   // Applies the change to `values`, the float32 contents of `name` with checkpoint shape `shape`.
   Status apply(const std::string& name, const Shape& shape, std::span<float> values) const;
   size_t size() const { return ops_.size(); }
 
  private:
+  // The column scaling or the norm's division alone.
+  Status scale(const std::string& name, const Shape& shape, std::span<float> values) const;
+  struct Clip {
+    std::vector<float> max_abs;
+    int64_t group = 0;
+  };
+  std::unordered_map<std::string, Clip> clips_;
   enum class Kind : uint8_t { kColumns, kDivide, kDivideOffsetOne };
   struct Op {
     Kind kind;

@@ -193,6 +193,48 @@ std::vector<float> awqScales(const Observed& o, const std::vector<float>& w, int
   return best;
 }
 
+// AutoAWQ's clipping search for one matrix ws = W s [n, h] (its group's scales applied): for each
+// row and group of `group` inputs with largest magnitude amax, of the maxima m = amax (1 - i / 20),
+// i = 0..9, the one whose clamped-then-quantized group Q(clamp(w, -m, m)) gives the smallest sum
+// over the kept rows x of ((x / s) . (Q - w))^2, the error it adds to the product's output. The
+// chosen maxima, [n][h / group].
+std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, const std::vector<float>& ws, int64_t h,
+                                 int64_t group, ThreadPool& pool) {
+  const int64_t n = static_cast<int64_t>(ws.size()) / h, rows = static_cast<int64_t>(o.rows.size()) / h;
+  const int64_t groups = h / group;
+  std::vector<float> xs(o.rows.size());  // the kept rows over s: the inputs of W s
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = o.rows[i] / s[i % static_cast<size_t>(h)];
+  std::vector<float> best(static_cast<size_t>(n * groups));
+  constexpr int kGrid = 20, kSteps = 10;  // shrink by up to half (AutoAWQ's max_shrink 0.5)
+  pool.parallelFor(n, [&](int64_t b, int64_t e) {
+    std::vector<float> clamped(static_cast<size_t>(group)), deq(static_cast<size_t>(group)), d(static_cast<size_t>(group));
+    for (int64_t r = b; r < e; ++r)
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        const float* w = ws.data() + r * h + gi * group;
+        float amax = 0.0f;
+        for (int64_t j = 0; j < group; ++j) amax = std::fmax(amax, std::fabs(w[j]));
+        double best_err = INFINITY;
+        float best_m = amax;
+        for (int i = 0; i < kSteps; ++i) {
+          const float m = amax * (1.0f - static_cast<float>(i) / kGrid);
+          for (int64_t j = 0; j < group; ++j) clamped[static_cast<size_t>(j)] = std::clamp(w[j], -m, m);
+          awqRoundTrip(clamped.data(), 1, group, group, deq.data());
+          for (int64_t j = 0; j < group; ++j) d[static_cast<size_t>(j)] = deq[static_cast<size_t>(j)] - w[j];
+          double err = 0.0;
+          for (int64_t x = 0; x < rows; ++x) {
+            const float* xr = xs.data() + x * h + gi * group;
+            float dot = 0.0f;
+            for (int64_t j = 0; j < group; ++j) dot += xr[j] * d[static_cast<size_t>(j)];
+            err += static_cast<double>(dot) * dot;
+          }
+          if (err < best_err) best_err = err, best_m = m;
+        }
+        best[static_cast<size_t>(r * groups + gi)] = best_m;
+      }
+  }, 4);
+  return best;
+}
+
 // The calibration samples: consecutive runs of calib_seq_len tokens of the calibration text
 // (capped by the model's positions).
 Result<std::vector<std::vector<int32_t>>> calibrationSamples(const QuantizeOptions& o, const ModelDirectory& dir) {
@@ -248,24 +290,40 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
   std::unique_ptr<ThreadPool> pool = awq ? std::make_unique<ThreadPool>(o.num_threads) : nullptr;
   TensorSmoothing smoothing;
   double alpha_sum = 0.0;
+  int64_t clipped = 0;  // AWQ: matrices clipped
   for (const SmoothingGroup& g : groups) {
     const Observed& in = cal.inputs[g.observed];
     if (static_cast<int64_t>(in.max_abs.size()) != h || (awq && in.rows.empty()))
       return internalError(o.method + ": calibration saw no input of " + g.observed);
     LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, g.consumers, prefix, h));
     double alpha = o.alpha;
-    smoothing.add(g, awq ? awqScales(in, w, h, o.awq_group_size, *pool, &alpha)
-                         : smoothingScales(in.max_abs, columnMax(w, h), o.alpha),
-                  dir.config.decoder.norm_weight_offset_one);
+    std::vector<float> s = awq ? awqScales(in, w, h, o.awq_group_size, *pool, &alpha)
+                               : smoothingScales(in.max_abs, columnMax(w, h), o.alpha);
+    if (awq && o.awq_clip) {
+      // AutoAWQ clips every matrix but the query and key projections (their outputs meet in the
+      // attention scores, which the clipping's output error does not measure).
+      const std::vector<std::string> qkv = decoderWeightTensors(DecoderWeight::kQkv, dir.config, g.layer);
+      for (const std::string& m : g.consumers) {
+        const bool attention_input = std::count(qkv.begin(), qkv.end(), m) > 0;
+        const bool value = qkv.size() == 3 && m == qkv[2];  // (packed q/k/v: not clipped)
+        if (attention_input && !value) continue;
+        LLMRT_ASSIGN_OR_RETURN(std::vector<float> ws, groupMatrix(dir.weights, {m}, prefix, h));
+        for (size_t i = 0; i < ws.size(); ++i) ws[i] *= s[i % static_cast<size_t>(h)];
+        smoothing.clip(m, awqClipMaxima(in, s, ws, h, o.awq_group_size, *pool), o.awq_group_size);
+        ++clipped;
+      }
+    }
+    smoothing.add(g, std::move(s), dir.config.decoder.norm_weight_offset_one);
     alpha_sum += alpha;
   }
   const double mean_alpha = groups.empty() ? 0.0 : alpha_sum / static_cast<double>(groups.size());
   char producer[200];
   if (awq)
     std::snprintf(producer, sizeof(producer),
-                  "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; mean alpha %.2f)",
+                  "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; mean alpha %.2f; "
+                  "%lld matrices clipped)",
                   static_cast<long long>(o.awq_group_size), static_cast<long long>(cal.samples),
-                  static_cast<long long>(cal.tokens), mean_alpha);
+                  static_cast<long long>(cal.tokens), mean_alpha, static_cast<long long>(clipped));
   else
     std::snprintf(producer, sizeof(producer), "llmrt quantize --method smoothquant --alpha %g (%lld samples, %lld tokens)",
                   o.alpha, static_cast<long long>(cal.samples), static_cast<long long>(cal.tokens));

@@ -85,11 +85,12 @@ std::string cacheRoot(const EngineConfig& c) {
 Result<std::string> calibratedCheckpointKey(const EngineConfig& c, const ModelDirectory& source) {
   const QuantizeOptions o = quantizeOptions(c, "");
   Hash64 h;
-  h.add(std::string("llmrt quantize at load, v2"));
+  h.add(std::string("llmrt quantize at load, v3"));  // (v3: AWQ's clipping search)
   h.add(o.method);
   h.add(static_cast<uint64_t>(o.calib_size));
   h.add(static_cast<uint64_t>(o.calib_seq_len));
   h.add(static_cast<uint64_t>(o.awq_group_size));
+  h.add(static_cast<uint64_t>(o.awq_clip));
   char alpha[32];
   std::snprintf(alpha, sizeof(alpha), "%.17g", o.method == "smoothquant" ? o.alpha : 0.0);
   h.add(std::string(alpha));

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -209,6 +210,54 @@ TEST(QuantizeFp8, TheQuantizedModelPredictsAsThe16BitOne) {
 // calibration text — recomputed here from a float32 cache the 32-bit model fills with that text —,
 // written where the loader reads them, with compressed-tensors' kv_cache_scheme
 // (tests/cli/fp8_perplexity_test.sh runs an FP8 cache on them).
+// AWQ's clipping search (QuantizeOptions::awq_clip) only ever narrows a group's range: against the
+// same calibration without it, the value, gate and up projections' group scales are never larger
+// and some are smaller, while q, k (not clipped: their outputs meet in the attention scores), o and
+// down (not in a norm-fed group) keep theirs exactly.
+TEST(QuantizeAwq, ClippingNarrowsTheNormFedMatricesButQAndK) {
+  TempDir tmp;
+  const std::string calib = tmp.file("calib.txt");
+  testutil::writeFile(calib, "Once upon a time there was a little fox who liked to run in the woods. It ran and ran.");
+  std::map<bool, std::string> out;
+  for (bool clip : {true, false}) {
+    out[clip] = tmp.file(clip ? "clipped" : "plain");
+    auto r = quantizeCheckpoint({.method = "awq",
+                                 .model = testmodels::bundledDir(),
+                                 .output = out[clip],
+                                 .calib_file = calib,
+                                 .calib_size = 2,
+                                 .awq_clip = clip,
+                                 .num_threads = 2});
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+  }
+  auto clipped = ModelDirectory::open(out[true]), plain = ModelDirectory::open(out[false]);
+  ASSERT_TRUE(clipped.isOk() && plain.isOk());
+  auto producer = [](const std::string& dir) {
+    std::ifstream f(dir + "/config.json");
+    return nlohmann::json::parse(f)["quantization_config"].value("producer", std::string());
+  };
+  EXPECT_NE(producer(out[true]).find("; 18 matrices clipped)"), std::string::npos) << producer(out[true]);
+  EXPECT_NE(producer(out[false]).find("; 0 matrices clipped)"), std::string::npos) << producer(out[false]);
+  for (int64_t l = 0; l < clipped->config.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    for (const std::string m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.o_proj", "mlp.down_proj",
+                                "self_attn.v_proj", "mlp.gate_proj", "mlp.up_proj"}) {
+      auto a = clipped->weights.tensor(p + m + ".scales"), b = plain->weights.tensor(p + m + ".scales");
+      ASSERT_TRUE(a.isOk() && b.isOk()) << p + m;
+      const std::vector<float> sa = f32(*a), sb = f32(*b);
+      ASSERT_EQ(sa.size(), sb.size());
+      const bool clips = m == "self_attn.v_proj" || m.starts_with("mlp.gate") || m.starts_with("mlp.up");
+      size_t smaller = 0, larger = 0;
+      for (size_t i = 0; i < sa.size(); ++i) smaller += sa[i] < sb[i], larger += sa[i] > sb[i];
+      EXPECT_EQ(larger, 0u) << p + m;
+      if (clips)
+        EXPECT_GT(smaller, 0u) << p + m << ": no group was clipped";
+      else
+        EXPECT_EQ(smaller, 0u) << p + m << " was clipped";
+    }
+  }
+}
+
 TEST(QuantizeFp8, KvCacheScalesAreTheCalibrationMaximaOver448) {
   TempDir tmp;
   const std::string out = tmp.file("fp8kv");
