@@ -154,6 +154,9 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
   if (int4_max_elems_ > 0)  // 4-bit weights dequantized for cuBLASLt
     reserve(int4_w_, static_cast<size_t>(int4_max_elems_) * (options_.weight_dtype == DType::kF32 ? 4 : 2));
   if (has_fp8_weights_) {  // 8-bit products' quantized inputs (codes, then the row scales) and sums
+    // (and writeQuantized's rows in the activation dtype, which half_x_ holds: with float32
+    // weights the reservation above does not run)
+    reserve(half_x_, static_cast<size_t>(max_tokens * max_width) * dtypeSize(activation_dtype_));
     reserve(fp8_x_, static_cast<size_t>(max_tokens * max_width + 256) + static_cast<size_t>(max_tokens) * sizeof(float));
     reserve(fp8_sums_, static_cast<size_t>(kW8a8SumsBytes));
   }

@@ -92,8 +92,8 @@ DType CudaBackend::productInputDtype(const TensorView& w) const {
 
 void CudaBackend::writeQuantized(const char* what, TensorView out, const std::function<cudaError_t()>& fused,
                                  const std::function<cudaError_t(void* tmp)>& op) {
-  if (out.shape.rank() != 2 || ld(out) < cols(out)) {
-    fail(invalidArgument(std::string(what) + ": a row-quantized output must be a [rows, cols] view"));
+  if (out.shape.rank() != 2 || ld(out) != cols(out)) {
+    fail(invalidArgument(std::string(what) + ": a row-quantized output must be a contiguous [rows, cols] view"));
     return;
   }
   const cudaError_t e = fused();

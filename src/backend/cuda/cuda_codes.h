@@ -34,7 +34,8 @@ __device__ __forceinline__ float2 rowScaleInverse(float amax) {
 }
 
 // The largest of every thread's v in the block (blockDim.x a multiple of 32, at most 1024), for
-// every thread; `warp_max` holds 32 floats. A max, so any order gives the same value.
+// every thread; `warp_max` holds 32 floats. A max, so any order gives the same value. (No barrier
+// after the reads: a second call in the same kernel needs a __syncthreads() before it.)
 __device__ __forceinline__ float blockMax(float v, float* warp_max) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = v;

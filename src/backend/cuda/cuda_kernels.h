@@ -32,6 +32,8 @@ cudaError_t addBias(void* out, DType out_dtype, int64_t ld_out, const float* bia
 cudaError_t gatherRows(const float* src, int64_t ld_src, const int64_t* rows, int64_t n, int64_t cols,
                        float* out, int64_t ld_out, cudaStream_t stream);
 // out[r, i] = silu(gu[r, i]) * gu[r, inter + i] (gu and out each F32, BF16 or F16)
+cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
+                    DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // rmsNorm and siluMul whose output rows are an 8-bit product's input: each value rounded to
 // `round` (the activation dtype) as rmsNorm / siluMul store it, then the row's codes (`codes`
 // F8_E4M3 or I8) by w8a8QuantizeRows's rule into q (row stride ld_q) and its scale into scales:
@@ -43,8 +45,6 @@ cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float 
                             DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream);
 cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, DType round,
                             DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream);
-cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, void* out,
-                    DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // The ops only some architectures use (cuda_arch_ops.cu). Views are [rows, cols] with a row
 // stride (ld) each; "any" dtype is F32, BF16 or F16; arithmetic is float32.
 // The MLP activations (backend.h's Activation, in its order).
