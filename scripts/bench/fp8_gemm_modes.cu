@@ -47,7 +47,8 @@ __global__ void fillE4m3(__nv_fp8_e4m3* p, size_t n, uint32_t seed) {
     p[i] = __nv_fp8_e4m3(hashValue(i, seed) * 400.0f);
 }
 __global__ void fillF32(float* p, size_t n, float v) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) p[i] = v;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = v;
 }
 
 struct Shape {
@@ -122,17 +123,24 @@ int main(int argc, char** argv) {
         bool ok = true;
         if (mo == kOuter) {
           const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-          ok = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)) == 0 &&
-               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)) == 0 &&
-               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &vec_n, sizeof(vec_n)) == 0 &&
-               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &vec_m, sizeof(vec_m)) == 0;
+          ok = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)) ==
+                   0 &&
+               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)) ==
+                   0 &&
+               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &vec_n,
+                                              sizeof(vec_n)) == 0 &&
+               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &vec_m,
+                                              sizeof(vec_m)) == 0;
         } else if (mo == kAlphaVec) {
           const int32_t pm = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
           ok = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof(pm)) == 0 &&
-               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scalar, sizeof(scalar)) == 0;
+               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scalar,
+                                              sizeof(scalar)) == 0;
         } else if (mo == kScalar) {
-          ok = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scalar, sizeof(scalar)) == 0 &&
-               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scalar, sizeof(scalar)) == 0;
+          ok = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scalar,
+                                              sizeof(scalar)) == 0 &&
+               cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scalar,
+                                              sizeof(scalar)) == 0;
         }
         cublasLtMatrixLayout_t la, lb, lc;
         CK(cublasLtMatrixLayoutCreate(&la, in_t, s.k, s.n, s.k));
@@ -153,8 +161,8 @@ int main(int argc, char** argv) {
           const float one = 1.0f;
           const void* alpha = mo == kAlphaVec ? static_cast<const void*>(vec_n) : &one;
           auto call = [&](int r) {
-            return cublasLtMatmul(lt, op, alpha, fp8 ? w8[r % copies] : w16[r % copies], la, fp8 ? x8 : x16, lb,
-                                  &beta, out, lc, out, lc, &res.algo, ws, res.workspaceSize, st);
+            return cublasLtMatmul(lt, op, alpha, fp8 ? w8[r % copies] : w16[r % copies], la, fp8 ? x8 : x16,
+                                  lb, &beta, out, lc, out, lc, &res.algo, ws, res.workspaceSize, st);
           };
           for (int r = 0; r < 3 && ok; ++r) ok = call(r) == CUBLAS_STATUS_SUCCESS;
           if (ok) {
