@@ -56,10 +56,10 @@ struct QuantizeReport {
 // an fp16 scale per awq_group_size inputs of a row; loader/awq_pack.h): calibrated as smoothquant
 // is, each norm-fed group's column scale s = a^alpha / normalization (a: mean |x| per channel) is
 // the alpha of a grid search minimizing the group's output error on the calibration rows after
-// quantization, folded into the norm; then (awq_clip) each of those matrices but the query and key
-// projections gets AutoAWQ's clipping search: per row and group, the largest magnitude shrunk by
-// 0-45% in steps of 5%, whichever clamp-then-quantize adds the least output error on the
-// calibration rows; the other matrices (o, down) are quantized as they are.
+// quantization, folded into the norm (the other matrices, o and down, are not scaled); then
+// (awq_clip) every dense product matrix but the query and key projections gets AutoAWQ's clipping
+// search: per row and group, the largest magnitude shrunk by 0-45% in steps of 5%, whichever
+// clamp-then-quantize adds the least output error on its own calibration input rows.
 // Errors also: InvalidArgument for alpha outside [0, 1], calib_size or calib_seq_len < 1, an
 // unreadable or empty calibration text; the model's own load errors.
 Result<QuantizeReport> quantizeCheckpoint(const QuantizeOptions& options);

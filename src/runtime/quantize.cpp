@@ -282,6 +282,17 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
   const std::vector<SmoothingGroup> groups = smoothingGroups(dir.config);
   std::vector<std::string> observed;
   for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
+  // AWQ's clipping also covers the products outside the norm-fed groups: the attention output's
+  // (o) and the MLP's down projection, on their own inputs (dense layers: experts stay 16-bit).
+  const bool clip_rest = awq && o.awq_clip;
+  std::vector<std::pair<std::string, std::vector<std::string>>> unscaled;  // observed name, its tensors
+  if (clip_rest)
+    for (int64_t l = 0; l < dir.config.num_hidden_layers; ++l)
+      for (DecoderWeight w : {DecoderWeight::kO, DecoderWeight::kDown})
+        if (decoderWeightPresent(w, dir.config, l)) {
+          unscaled.emplace_back(decoderWeightName(w, l), decoderWeightTensors(w, dir.config, l));
+          observed.push_back(unscaled.back().first);
+        }
   LLMRT_ASSIGN_OR_RETURN(Calibration cal, calibrate(dir, samples, observed, o.num_threads,
                                                     awq ? std::max<int64_t>(1, tokens / kRowsKept) : 0,
                                                     o.kv_cache_scales));
@@ -315,6 +326,18 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
     }
     smoothing.add(g, std::move(s), dir.config.decoder.norm_weight_offset_one);
     alpha_sum += alpha;
+  }
+  for (const auto& [name, tensors] : unscaled) {
+    const Observed& in = cal.inputs[name];
+    if (in.rows.empty()) return internalError("awq: calibration saw no input of " + name);
+    const auto k = static_cast<int64_t>(in.max_abs.size());
+    if (k % o.awq_group_size != 0) continue;  // (checkQuantizable refuses such matrices)
+    const std::vector<float> ones(static_cast<size_t>(k), 1.0f);
+    for (const std::string& m : tensors) {
+      LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, {m}, prefix, k));
+      smoothing.clip(m, awqClipMaxima(in, ones, w, k, o.awq_group_size, *pool), o.awq_group_size);
+      ++clipped;
+    }
   }
   const double mean_alpha = groups.empty() ? 0.0 : alpha_sum / static_cast<double>(groups.size());
   char producer[200];
