@@ -85,7 +85,7 @@ std::string cacheRoot(const EngineConfig& c) {
 Result<std::string> calibratedCheckpointKey(const EngineConfig& c, const ModelDirectory& source) {
   const QuantizeOptions o = quantizeOptions(c, "");
   Hash64 h;
-  h.add(std::string("llmrt quantize at load, v3"));  // (v3: AWQ's clipping search)
+  h.add(std::string("llmrt quantize at load, v4"));  // (v4: AWQ clips every matrix but q and k)
   h.add(o.method);
   h.add(static_cast<uint64_t>(o.calib_size));
   h.add(static_cast<uint64_t>(o.calib_seq_len));

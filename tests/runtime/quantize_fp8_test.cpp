@@ -214,7 +214,7 @@ TEST(QuantizeFp8, TheQuantizedModelPredictsAsThe16BitOne) {
 // same calibration without it, the value, gate, up, attention-output and down projections' group
 // scales are never larger and some are smaller, while q and k (not clipped: their outputs meet in
 // the attention scores) keep theirs exactly.
-TEST(QuantizeAwq, ClippingNarrowsTheNormFedMatricesButQAndK) {
+TEST(QuantizeAwq, ClippingNarrowsEveryMatrixButQAndK) {
   TempDir tmp;
   const std::string calib = tmp.file("calib.txt");
   testutil::writeFile(calib, "Once upon a time there was a little fox who liked to run in the woods. It ran and ran.");
