@@ -33,7 +33,7 @@ Command addQuantizeCommand(CLI::App& app) {
   cmd->add_option("--group-size", o->awq_group_size, "awq: input features per scale and zero point (default 128)")
       ->type_name("N");
   cmd->add_flag("--awq-clip,!--no-awq-clip", o->awq_clip,
-                "awq: AutoAWQ's clipping search on the norm-fed matrices but q and k (default on)");
+                "awq: AutoAWQ's clipping search on every product matrix but q and k (default on)");
   cmd->add_flag("--per-token,--per-channel", *per,
                 "smoothquant: accepted for LMI/TensorRT-LLM compatibility; llmrt always quantizes activations "
                 "per token and weights per channel");
