@@ -584,7 +584,9 @@ cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float 
   const int64_t n4 = cols / 4;
   const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
   const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
-  if (cols % 4 != 0 || per_thread < 1 || per_thread > 16 || ld_x % 4 != 0 || ld_q % 4 != 0 || !aligned16(x) ||
+  // (A float4 kernel: with vector_ops off, the plain kernels and the quantization kernel run instead.)
+  if (!g_vector_ops.load(std::memory_order_relaxed) || cols % 4 != 0 || per_thread < 1 || per_thread > 16 ||
+      ld_x % 4 != 0 || ld_q % 4 != 0 || !aligned16(x) ||
       !aligned16(w) || reinterpret_cast<uintptr_t>(q) % 4 != 0 ||
       (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorNotSupported;
