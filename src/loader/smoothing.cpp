@@ -65,7 +65,8 @@ Status TensorSmoothing::apply(const std::string& name, const Shape& shape, std::
   const int64_t cols = shape.rank() == 2 ? shape[1] : 0, group = c->second.group;
   if (group < 1 || cols % group != 0 ||
       static_cast<int64_t>(c->second.max_abs.size()) * group != static_cast<int64_t>(v.size()))
-    return invalidArgument("smoothing: the clipping of '" + name + "' does not fit its shape " + shape.toString());
+    return invalidArgument("smoothing: the clipping of '" + name + "' does not fit its shape " +
+                           shape.toString());
   for (size_t i = 0; i < v.size(); ++i) {
     const float m = c->second.max_abs[i / static_cast<size_t>(group)];
     v[i] = std::clamp(v[i], -m, m);

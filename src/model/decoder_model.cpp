@@ -402,7 +402,10 @@ DType DecoderModel::slotDtype(int slot) const {
       return normed_dtype_;
     case kAct:
       return act_dtype_;
-    case kAttnOut: case kUp: case kLastNormed: case kNormed2:
+    case kAttnOut:
+    case kUp:
+    case kLastNormed:
+    case kNormed2:
       return backend_.activationDtype();
     default:
       return DType::kF32;

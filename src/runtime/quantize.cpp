@@ -198,8 +198,8 @@ std::vector<float> awqScales(const Observed& o, const std::vector<float>& w, int
 // i = 0..9, the one whose clamped-then-quantized group Q(clamp(w, -m, m)) gives the smallest sum
 // over the kept rows x of ((x / s) . (Q - w))^2, the error it adds to the product's output. The
 // chosen maxima, [n][h / group].
-std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, const std::vector<float>& ws, int64_t h,
-                                 int64_t group, ThreadPool& pool) {
+std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, const std::vector<float>& ws,
+                                 int64_t h, int64_t group, ThreadPool& pool) {
   const int64_t n = static_cast<int64_t>(ws.size()) / h, rows = static_cast<int64_t>(o.rows.size()) / h;
   const int64_t groups = h / group;
   std::vector<float> xs(o.rows.size());  // the kept rows over s: the inputs of W s
@@ -207,7 +207,8 @@ std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, co
   std::vector<float> best(static_cast<size_t>(n * groups));
   constexpr int kGrid = 20, kSteps = 10;  // shrink by up to half (AutoAWQ's max_shrink 0.5)
   pool.parallelFor(n, [&](int64_t b, int64_t e) {
-    std::vector<float> clamped(static_cast<size_t>(group)), deq(static_cast<size_t>(group)), d(static_cast<size_t>(group));
+    const auto g = static_cast<size_t>(group);
+    std::vector<float> clamped(g), deq(g), d(g);
     for (int64_t r = b; r < e; ++r)
       for (int64_t gi = 0; gi < groups; ++gi) {
         const float* w = ws.data() + r * h + gi * group;
@@ -343,8 +344,8 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
   char producer[200];
   if (awq)
     std::snprintf(producer, sizeof(producer),
-                  "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; mean alpha %.2f; "
-                  "%lld matrices clipped)",
+                  "llmrt quantize --method awq --group-size %lld (%lld samples, %lld tokens; "
+                  "mean alpha %.2f; %lld matrices clipped)",
                   static_cast<long long>(o.awq_group_size), static_cast<long long>(cal.samples),
                   static_cast<long long>(cal.tokens), mean_alpha, static_cast<long long>(clipped));
   else

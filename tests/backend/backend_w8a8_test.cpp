@@ -142,13 +142,15 @@ void BackendW8a8::quantizedInputs(DType codes) {
       auto [xc, xg] = put(0, m, k, randomVec(static_cast<size_t>(m * k), rng_, 2.0f));
       auto [guc, gug] = put(5, m, 2 * k, randomVec(static_cast<size_t>(m * 2 * k), rng_, 3.0f), act);
       // (op, its name): each writes [m, k] from xg / gug into `out`.
-      const std::vector<std::pair<std::function<void(Backend&, const TensorView&, const TensorView&, TensorView)>,
-                                  std::string>>
+      const std::vector<std::pair<
+          std::function<void(Backend&, const TensorView&, const TensorView&, TensorView)>, std::string>>
           ops = {{[](Backend& b, const TensorView& x, const TensorView& w1, TensorView out) {
                     b.rmsNorm(x, w1, 1e-5f, out);
                   },
                   "rmsNorm"},
-                 {[](Backend& b, const TensorView& gu, const TensorView&, TensorView out) { b.siluMul(gu, out); },
+                 {[](Backend& b, const TensorView& gu, const TensorView&, TensorView out) {
+                    b.siluMul(gu, out);
+                  },
                   "siluMul"},
                  {[](Backend& b, const TensorView& gu, const TensorView&, TensorView out) {
                     b.gatedActivation(Activation::kGeluTanh, gu, out);

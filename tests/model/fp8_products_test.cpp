@@ -83,7 +83,8 @@ void expectQuantizedInputsChangeNothing(const std::string& model, DType codes) {
   options.product_codes = codes;
   auto plain = loadModel(dir, 512, 8, 2, options);
   auto quantizing = loadModel(dir, 512, 8, 2, options, std::make_unique<QuantizingCpu>());
-  ASSERT_TRUE(plain.isOk() && quantizing.isOk()) << plain.status().toString() << quantizing.status().toString();
+  ASSERT_TRUE(plain.isOk() && quantizing.isOk())
+      << plain.status().toString() << quantizing.status().toString();
   auto want = promptLogits(*plain, ids), got = promptLogits(*quantizing, ids);
   ASSERT_TRUE(want.isOk() && got.isOk());
   ASSERT_EQ(got->size(), want->size());
@@ -99,8 +100,12 @@ void expectQuantizedInputsChangeNothing(const std::string& model, DType codes) {
   EXPECT_EQ(writes, llama_style ? 3 * c.num_hidden_layers : 0) << model;
 }
 
-TEST_P(Fp8Products, QuantizedInputsChangeNoLogit) { expectQuantizedInputsChangeNothing(GetParam(), DType::kF8E4M3); }
-TEST_P(Fp8Products, Int8QuantizedInputsChangeNoLogit) { expectQuantizedInputsChangeNothing(GetParam(), DType::kI8); }
+TEST_P(Fp8Products, QuantizedInputsChangeNoLogit) {
+  expectQuantizedInputsChangeNothing(GetParam(), DType::kF8E4M3);
+}
+TEST_P(Fp8Products, Int8QuantizedInputsChangeNoLogit) {
+  expectQuantizedInputsChangeNothing(GetParam(), DType::kI8);
+}
 
 TEST_P(Fp8Products, LogitsStayNearTheReference) { expectNearTheReference(GetParam(), DType::kF8E4M3); }
 TEST_P(Fp8Products, Int8LogitsStayNearTheReference) { expectNearTheReference(GetParam(), DType::kI8); }

@@ -61,8 +61,9 @@ struct LoadedModel {
 };
 
 // `backend`: a CPU backend of the test's own (a subclass), else one on `threads` threads.
-inline Result<LoadedModel> loadModel(const std::string& dir, int64_t num_blocks = 256, int64_t tokens_per_block = 8,
-                                     int threads = 2, const DecoderModelOptions& options = {},
+inline Result<LoadedModel> loadModel(const std::string& dir, int64_t num_blocks = 256,
+                                     int64_t tokens_per_block = 8, int threads = 2,
+                                     const DecoderModelOptions& options = {},
                                      std::unique_ptr<CpuBackend> backend = nullptr) {
   LoadedModel m;
   LLMRT_ASSIGN_OR_RETURN(m.config, loadModelConfig(dir + "/config.json"));

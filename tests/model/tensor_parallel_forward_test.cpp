@@ -97,7 +97,9 @@ class RecordingCommunicator final : public Communicator {
     calls += 'G';
     return inner_.allGather(in, count, out);
   }
-  Status broadcast(float* data, int64_t count, int root) override { return inner_.broadcast(data, count, root); }
+  Status broadcast(float* data, int64_t count, int root) override {
+    return inner_.broadcast(data, count, root);
+  }
   Status barrier() override {
     calls += 'B';
     return inner_.barrier();
@@ -144,7 +146,8 @@ TEST(TensorParallelFences, DeviceRanksFenceEachCollectiveOrTheRecordedStep) {
       ranks.emplace_back([&, r] {
         DecoderModelOptions o;
         o.comm = comms[static_cast<size_t>(r)].get();
-        auto m = loadModel(dir, 64, 8, 1, o, kind == 0 ? nullptr : std::make_unique<DeviceLikeCpu>(kind == 2));
+        auto m =
+            loadModel(dir, 64, 8, 1, o, kind == 0 ? nullptr : std::make_unique<DeviceLikeCpu>(kind == 2));
         if (!m.isOk()) {
           o.comm->abort(m.status());
           result[static_cast<size_t>(r)] = m.status();
@@ -173,7 +176,8 @@ TEST(TensorParallelFences, DeviceRanksFenceEachCollectiveOrTheRecordedStep) {
     std::string fenced;
     for (char c : bare) fenced += std::string("B") + c + "B";
     for (int r = 0; r < 2; ++r) {
-      ASSERT_TRUE(result[static_cast<size_t>(r)].isOk()) << kind << ": " << result[static_cast<size_t>(r)].toString();
+      ASSERT_TRUE(result[static_cast<size_t>(r)].isOk())
+          << kind << ": " << result[static_cast<size_t>(r)].toString();
       ASSERT_EQ(steps[static_cast<size_t>(r)].size(), 2u);
       const std::string& prefill = steps[static_cast<size_t>(r)][0];
       const std::string& decode = steps[static_cast<size_t>(r)][1];
@@ -182,7 +186,8 @@ TEST(TensorParallelFences, DeviceRanksFenceEachCollectiveOrTheRecordedStep) {
         EXPECT_EQ(decode, "B" + bare) << "CPU ranks, rank " << r;
       } else {
         EXPECT_EQ(prefill, "B" + fenced) << "device ranks, rank " << r;
-        EXPECT_EQ(decode, kind == 1 ? "B" + fenced : "B" + bare + "B") << "device ranks, rank " << r << ", kind " << kind;
+        EXPECT_EQ(decode, kind == 1 ? "B" + fenced : "B" + bare + "B")
+            << "device ranks, rank " << r << ", kind " << kind;
       }
     }
   }

@@ -10,22 +10,22 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "../loader/loader_test_util.h"
+#include "backend/cpu/cpu_backend.h"
 #include "llmrt/llm.h"
 #include "llmrt/quantize.h"
-#include "loader/decoder_weights.h"
-#include "backend/cpu/cpu_backend.h"
 #include "llmrt/tokenizer.h"
+#include "loader/decoder_weights.h"
 #include "loader/kv_cache_scales.h"
+#include "loader/model_directory.h"
 #include "model/decoder_model.h"
 #include "runtime/forward_batch.h"
 #include "runtime/step_builder.h"
-#include "loader/model_directory.h"
 #include "test_models.h"
 
 namespace llmrt {
@@ -217,7 +217,8 @@ TEST(QuantizeFp8, TheQuantizedModelPredictsAsThe16BitOne) {
 TEST(QuantizeAwq, ClippingNarrowsEveryMatrixButQAndK) {
   TempDir tmp;
   const std::string calib = tmp.file("calib.txt");
-  testutil::writeFile(calib, "Once upon a time there was a little fox who liked to run in the woods. It ran and ran.");
+  testutil::writeFile(
+      calib, "Once upon a time there was a little fox who liked to run in the woods. It ran and ran.");
   std::map<bool, std::string> out;
   for (bool clip : {true, false}) {
     out[clip] = tmp.file(clip ? "clipped" : "plain");
@@ -248,7 +249,7 @@ TEST(QuantizeAwq, ClippingNarrowsEveryMatrixButQAndK) {
       ASSERT_EQ(sa.size(), sb.size());
       const bool clips = m != "self_attn.q_proj" && m != "self_attn.k_proj";
       size_t smaller = 0, larger = 0;
-      for (size_t i = 0; i < sa.size(); ++i) smaller += sa[i] < sb[i], larger += sa[i] > sb[i];
+      for (size_t i = 0; i < sa.size(); ++i) smaller += sa[i]<sb[i], larger += sa[i]> sb[i];
       EXPECT_EQ(larger, 0u) << p + m;
       if (clips)
         EXPECT_GT(smaller, 0u) << p + m << ": no group was clipped";

@@ -51,7 +51,8 @@ void CpuBackend::activation(Activation act, const TensorView& x, TensorView out)
 }
 
 void CpuBackend::gatedActivation(Activation act, const TensorView& gate_up, TensorView out) {
-  if (isRowQuantized(out.dtype)) return writeQuantized(out, [&](TensorView t) { gatedActivation(act, gate_up, t); });
+  if (isRowQuantized(out.dtype))
+    return writeQuantized(out, [&](TensorView t) { gatedActivation(act, gate_up, t); });
   if (act == Activation::kSilu) return siluMul(gate_up, out);
   const int64_t inter = cols(out);
   pool_.parallelFor(rows(out), [&](int64_t lo, int64_t hi) {

@@ -110,9 +110,10 @@ TensorView CpuBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtype
   if (dtype != DType::kF32 && !isRowQuantized(dtype)) return TensorView(nullptr, dtype, Shape{rows, cols});
   if (slot >= static_cast<int>(scratch_.size())) scratch_.resize(static_cast<size_t>(slot) + 1);
   auto& buf = scratch_[static_cast<size_t>(slot)];
-  const size_t need = dtype == DType::kF32
-                          ? static_cast<size_t>(rows * cols)
-                          : static_cast<size_t>(rowQuantizedScalesOffset(rows, cols) / 4 + std::max<int64_t>(rows, 1));
+  const size_t need =
+      dtype == DType::kF32
+          ? static_cast<size_t>(rows * cols)
+          : static_cast<size_t>(rowQuantizedScalesOffset(rows, cols) / 4 + std::max<int64_t>(rows, 1));
   if (buf.size() < need) buf.resize(need);
   return TensorView(buf.data(), dtype, Shape{rows, cols});
 }

@@ -121,7 +121,7 @@ class CpuBackend : public Backend {  // (not final: tests record what their subc
   uint64_t weight_bytes_ = 0;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> linear_add_tmp_;  // linearAdd's product
-  std::vector<float> quantized_out_tmp_;  // writeQuantized's float32 rows
+  std::vector<float> quantized_out_tmp_;    // writeQuantized's float32 rows
   std::vector<float> fp8_x_, fp8_x_scale_;  // an 8-bit product's quantized x (FP8: code values) and row scales
   std::vector<int8_t> int8_x_;              // an INT8 product's quantized x
   KvPoolGeometry geometry_;

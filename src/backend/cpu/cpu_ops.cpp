@@ -77,14 +77,16 @@ void CpuBackend::writeQuantized(TensorView out, const std::function<void(TensorV
   pool_.parallelFor(m, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       const float* v = quantized_out_tmp_.data() + r * k;
-      scales[r] = out.dtype == DType::kI8 ? quantizeInt8Row(v, k, reinterpret_cast<int8_t*>(codes + r * ld)).scale
-                                          : quantizeFp8Row(v, k, codes + r * ld).scale;
+      uint8_t* row = codes + r * ld;
+      scales[r] = out.dtype == DType::kI8 ? quantizeInt8Row(v, k, reinterpret_cast<int8_t*>(row)).scale
+                                          : quantizeFp8Row(v, k, row).scale;
     }
   }, 1);
 }
 
 void CpuBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
-  if (isRowQuantized(out.dtype)) return writeQuantized(out, [&](TensorView t) { rmsNorm(x, weight, eps, t); });
+  if (isRowQuantized(out.dtype))
+    return writeQuantized(out, [&](TensorView t) { rmsNorm(x, weight, eps, t); });
   const int64_t n = cols(x);
   const float* w = weight.as<const float>();
   pool_.parallelFor(rows(x), [&](int64_t b, int64_t e) {

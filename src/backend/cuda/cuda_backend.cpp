@@ -396,9 +396,10 @@ TensorView CudaBackend::scratch(int slot, int64_t rows, int64_t cols, DType dtyp
     return TensorView(nullptr, dtype, Shape{rows, cols}, Device::kCuda, options_.device);
   }
   // A row-quantized view's codes, then its row scales (rowQuantizedScales).
-  const size_t need = isRowQuantized(dtype)
-                          ? static_cast<size_t>(rowQuantizedScalesOffset(rows, cols) + std::max<int64_t>(rows, 1) * 4)
-                          : static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtypeSize(dtype);
+  const size_t need =
+      isRowQuantized(dtype)
+          ? static_cast<size_t>(rowQuantizedScalesOffset(rows, cols) + std::max<int64_t>(rows, 1) * 4)
+          : static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtypeSize(dtype);
   reserve(b, need);  // on failure error_ is set and every op is skipped
   return TensorView(b.bytes() >= need ? b.get() : nullptr, dtype, Shape{rows, cols}, Device::kCuda, options_.device);
 }

@@ -48,10 +48,12 @@ void CudaBackend::activation(Activation act, const TensorView& x, TensorView out
   OpScope scope(this, [&] { return std::string("activation ") + actName(act); });
   if (!checkActivation("activation in", x)) return;
   if (isRowQuantized(out.dtype)) {
-    writeQuantized("activation", out, [] { return cudaErrorNotSupported; }, [&](void* tmp) {
-      return cuda::activation(toCudaAct(act), x.data, x.dtype, viewRowStride(x), viewRows(out), viewCols(out), tmp,
-                              activation_dtype_, viewRowStride(out), stream_.get());
-    });
+    writeQuantized(
+        "activation", out, [] { return cudaErrorNotSupported; },
+        [&](void* tmp) {
+          return cuda::activation(toCudaAct(act), x.data, x.dtype, viewRowStride(x), viewRows(out),
+                                  viewCols(out), tmp, activation_dtype_, viewRowStride(out), stream_.get());
+        });
     return;
   }
   if (!checkActivation("activation out", out)) return;
@@ -65,10 +67,13 @@ void CudaBackend::gatedActivation(Activation act, const TensorView& gate_up, Ten
   OpScope scope(this, [&] { return std::string("gatedActivation ") + actName(act); });
   if (!checkActivation("gatedActivation in", gate_up)) return;
   if (isRowQuantized(out.dtype)) {
-    writeQuantized("gatedActivation", out, [] { return cudaErrorNotSupported; }, [&](void* tmp) {
-      return cuda::gatedActivation(toCudaAct(act), gate_up.data, gate_up.dtype, viewRowStride(gate_up), viewRows(out),
-                                   viewCols(out), tmp, activation_dtype_, viewRowStride(out), stream_.get());
-    });
+    writeQuantized(
+        "gatedActivation", out, [] { return cudaErrorNotSupported; },
+        [&](void* tmp) {
+          return cuda::gatedActivation(toCudaAct(act), gate_up.data, gate_up.dtype, viewRowStride(gate_up),
+                                       viewRows(out), viewCols(out), tmp, activation_dtype_,
+                                       viewRowStride(out), stream_.get());
+        });
     return;
   }
   if (!checkActivation("gatedActivation out", out)) return;

@@ -62,19 +62,20 @@ void CudaBackend::embedding(const TensorView& table, TensorView out) {
 
 void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float eps, TensorView out) {
   if (failed()) return;
-  OpScope scope(this, [&] { return std::string(isRowQuantized(out.dtype) ? "rmsNorm+quantize" : "rmsNorm"); });
+  OpScope scope(this,
+                [&] { return std::string(isRowQuantized(out.dtype) ? "rmsNorm+quantize" : "rmsNorm"); });
   if (!checkDtypes("rmsNorm", x, DType::kF32) || !checkDtypes("rmsNorm weight", weight, DType::kF32)) return;
   if (isRowQuantized(out.dtype)) {
     writeQuantized(
         "rmsNorm", out,
         [&] {
           return cuda::rmsNormQuantize(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), activation_dtype_,
-                                       out.dtype, static_cast<uint8_t*>(out.data), ld(out), rowQuantizedScales(out),
-                                       stream_.get());
+                                       out.dtype, static_cast<uint8_t*>(out.data), ld(out),
+                                       rowQuantizedScales(out), stream_.get());
         },
         [&](void* tmp) {
-          return cuda::rmsNorm(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), tmp, activation_dtype_, ld(out),
-                               stream_.get());
+          return cuda::rmsNorm(f32(x), ld(x), f32(weight), eps, rows(x), cols(x), tmp, activation_dtype_,
+                               ld(out), stream_.get());
         });
     return;
   }
@@ -85,7 +86,8 @@ void CudaBackend::rmsNorm(const TensorView& x, const TensorView& weight, float e
 
 DType CudaBackend::productInputDtype(const TensorView& w) const {
   const int64_t k = w.shape.rank() == 2 ? w.shape[1] : 0;
-  if (tuning().fused_quantization && isRowQuantized(w.dtype) && k % 8 == 0 && k <= cuda::kQuantizedInputMaxFeatures)
+  if (tuning().fused_quantization && isRowQuantized(w.dtype) && k % 8 == 0 &&
+      k <= cuda::kQuantizedInputMaxFeatures)
     return w.dtype;
   return activation_dtype_;
 }
@@ -93,7 +95,8 @@ DType CudaBackend::productInputDtype(const TensorView& w) const {
 void CudaBackend::writeQuantized(const char* what, TensorView out, const std::function<cudaError_t()>& fused,
                                  const std::function<cudaError_t(void* tmp)>& op) {
   if (out.shape.rank() != 2 || ld(out) != cols(out)) {
-    fail(invalidArgument(std::string(what) + ": a row-quantized output must be a contiguous [rows, cols] view"));
+    fail(invalidArgument(std::string(what) +
+                         ": a row-quantized output must be a contiguous [rows, cols] view"));
     return;
   }
   const cudaError_t e = fused();
@@ -105,7 +108,8 @@ void CudaBackend::writeQuantized(const char* what, TensorView out, const std::fu
   if (!reserve(half_x_, static_cast<size_t>(m * ld(out)) * dtypeSize(activation_dtype_))) return;
   LLMRT_CUDA_OP_CHECK(op(half_x_.get()));
   LLMRT_CUDA_OP_CHECK(cuda::w8a8QuantizeRows(out.dtype, half_x_.get(), activation_dtype_, ld(out), m, k,
-                                             static_cast<uint8_t*>(out.data), rowQuantizedScales(out), stream_.get()));
+                                             static_cast<uint8_t*>(out.data), rowQuantizedScales(out),
+                                             stream_.get()));
 }
 
 void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
@@ -120,7 +124,8 @@ void CudaBackend::gatherLogitRows(const TensorView& src, TensorView out) {
 
 void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
   if (failed()) return;
-  OpScope scope(this, [&] { return std::string(isRowQuantized(out.dtype) ? "siluMul+quantize" : "siluMul"); });
+  OpScope scope(this,
+                [&] { return std::string(isRowQuantized(out.dtype) ? "siluMul+quantize" : "siluMul"); });
   if (!checkActivation("siluMul in", gate_up)) return;
   if (isRowQuantized(out.dtype)) {
     writeQuantized(
@@ -131,8 +136,8 @@ void CudaBackend::siluMul(const TensorView& gate_up, TensorView out) {
                                        rowQuantizedScales(out), stream_.get());
         },
         [&](void* tmp) {
-          return cuda::siluMul(gate_up.data, gate_up.dtype, ld(gate_up), rows(out), cols(out), tmp, activation_dtype_,
-                               ld(out), stream_.get());
+          return cuda::siluMul(gate_up.data, gate_up.dtype, ld(gate_up), rows(out), cols(out), tmp,
+                               activation_dtype_, ld(out), stream_.get());
         });
     return;
   }
@@ -208,7 +213,8 @@ void CudaBackend::product(const TensorView& x, const TensorView& w, const Tensor
   assert(w.shape[1] == k && cols(out) == n);
   if (m == 0) return;
   if (isRowQuantized(w.dtype)) {
-    if ((!isRowQuantized(x.dtype) && !checkActivation("linear x", x)) || !checkActivation("linear out", out)) return;
+    if ((!isRowQuantized(x.dtype) && !checkActivation("linear x", x)) || !checkActivation("linear out", out))
+      return;
     productW8a8(x, w, bias, out, accumulate);
     return;
   }
@@ -359,8 +365,8 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
   const float* sx = nullptr;
   if (isRowQuantized(x.dtype)) {  // quantized by the op that wrote it (productInputDtype)
     if (x.dtype != codes_dt || ld(x) != k) {
-      fail(invalidArgument(strprintf("linear (%s): a quantized input must hold contiguous %s codes, not %s", kind,
-                                     std::string(dtypeName(codes_dt)).c_str(),
+      fail(invalidArgument(strprintf("linear (%s): a quantized input must hold contiguous %s codes, not %s",
+                                     kind, std::string(dtypeName(codes_dt)).c_str(),
                                      std::string(dtypeName(x.dtype)).c_str())));
       return;
     }
@@ -376,7 +382,8 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
     OpScope scope(this, [&] {
       return strprintf("%s quantize m<=%lld k=%lld", kind, rowBucket(m), static_cast<long long>(k));
     });
-    LLMRT_CUDA_OP_CHECK(cuda::w8a8QuantizeRows(codes_dt, x.data, x.dtype, ld(x), m, k, qx, sxx, stream_.get()));
+    LLMRT_CUDA_OP_CHECK(
+        cuda::w8a8QuantizeRows(codes_dt, x.data, x.dtype, ld(x), m, k, qx, sxx, stream_.get()));
   }
   OpScope scope(this, [&] {
     return strprintf("%s %s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", kind,

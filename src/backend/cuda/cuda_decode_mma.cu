@@ -360,7 +360,8 @@ __global__ void __launch_bounds__(kThreads)
         for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
           for (int e = 0; e < 2; ++e)
-            s[nt][e] = extraScore(a.extras, s[nt][e] * score_scale, slope, k0 + nt * 8 + 2 * tq + e, keys.pos);
+            s[nt][e] =
+                extraScore(a.extras, s[nt][e] * score_scale, slope, k0 + nt * 8 + 2 * tq + e, keys.pos);
       }
       if (k0 + 16 > end) {
 #pragma unroll

@@ -200,8 +200,8 @@ __global__ void scaleOutVecKernel(const ACC* __restrict__ sums, int64_t ld_sums,
   const float4 w = *reinterpret_cast<const float4*>(sw + c);
   const float4 b = bias ? *reinterpret_cast<const float4*>(bias + c) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   const float x = sx[j];
-  float4 v = make_float4(scaledSum(s.x, x, w.x, b.x), scaledSum(s.y, x, w.y, b.y), scaledSum(s.z, x, w.z, b.z),
-                         scaledSum(s.w, x, w.w, b.w));
+  float4 v = make_float4(scaledSum(s.x, x, w.x, b.x), scaledSum(s.y, x, w.y, b.y),
+                         scaledSum(s.z, x, w.z, b.z), scaledSum(s.w, x, w.w, b.w));
   OUT* o = out + j * ld_out + c;
   if constexpr (std::is_same_v<OUT, float>) {
     if (accumulate) {
@@ -262,11 +262,12 @@ cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t
     return withElementType(out_dtype, [&](auto tag) {
       using T = decltype(tag);
       if (codes == DType::kI8)
-        scaleOutVecKernel<T, int><<<grid, 256, 0, stream>>>(static_cast<const int*>(sums), ld_sums, n, sx, sw, bias,
-                                                            static_cast<T*>(out), ld_out, accumulate);
+        scaleOutVecKernel<T, int><<<grid, 256, 0, stream>>>(static_cast<const int*>(sums), ld_sums, n, sx, sw,
+                                                            bias, static_cast<T*>(out), ld_out, accumulate);
       else
-        scaleOutVecKernel<T, float><<<grid, 256, 0, stream>>>(static_cast<const float*>(sums), ld_sums, n, sx, sw,
-                                                              bias, static_cast<T*>(out), ld_out, accumulate);
+        scaleOutVecKernel<T, float><<<grid, 256, 0, stream>>>(static_cast<const float*>(sums), ld_sums, n, sx,
+                                                              sw, bias, static_cast<T*>(out), ld_out,
+                                                              accumulate);
       return cudaGetLastError();
     });
   }

@@ -41,10 +41,12 @@ cudaError_t siluMul(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows,
 // where the fused kernel does not fit (rmsNorm: cols % 4, 16-byte aligned x and w; siluMul:
 // inter % 8, 16-byte aligned gu; both up to kQuantizedInputMaxFeatures): then run the two.
 inline constexpr int64_t kQuantizedInputMaxFeatures = 16384;  // (both fused kernels)
-cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols,
-                            DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream);
-cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, DType round,
-                            DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream);
+cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows,
+                            int64_t cols, DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales,
+                            cudaStream_t stream);
+cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter,
+                            DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales,
+                            cudaStream_t stream);
 // The ops only some architectures use (cuda_arch_ops.cu). Views are [rows, cols] with a row
 // stride (ld) each; "any" dtype is F32, BF16 or F16; arithmetic is float32.
 // The MLP activations (backend.h's Activation, in its order).

@@ -148,8 +148,8 @@ __global__ void rmsNormVecKernel(const float* x, int64_t ld_x, const float* w, f
 // quantization kernel's rule (cuda_fp8.cu) into q (row stride ld_q) and its scale into scales[r]:
 // the bits of rmsNorm into R followed by w8a8QuantizeRows.
 template <typename R, typename C, int V>
-__global__ void rmsNormQuantKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols, uint8_t* q,
-                                   int64_t ld_q, float* scales) {
+__global__ void rmsNormQuantKernel(const float* x, int64_t ld_x, const float* w, float eps, int cols,
+                                   uint8_t* q, int64_t ld_q, float* scales) {
   pdlWait();
   pdlLaunchDependents();
   __shared__ float groups[V * 256 / 2];
@@ -578,17 +578,17 @@ cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int
   }));
 }
 
-cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows, int64_t cols,
-                            DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream) {
+cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float eps, int64_t rows,
+                            int64_t cols, DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales,
+                            cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const int64_t n4 = cols / 4;
   const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
   const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
   // (A float4 kernel: with vector_ops off, the plain kernels and the quantization kernel run instead.)
   if (!g_vector_ops.load(std::memory_order_relaxed) || cols % 4 != 0 || per_thread < 1 || per_thread > 16 ||
-      ld_x % 4 != 0 || ld_q % 4 != 0 || !aligned16(x) ||
-      !aligned16(w) || reinterpret_cast<uintptr_t>(q) % 4 != 0 ||
-      (codes != DType::kF8E4M3 && codes != DType::kI8))
+      ld_x % 4 != 0 || ld_q % 4 != 0 || !aligned16(x) || !aligned16(w) ||
+      reinterpret_cast<uintptr_t>(q) % 4 != 0 || (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorNotSupported;
   const int c = static_cast<int>(cols);
   return launched(withElementType(round, [&](auto rtag) {
@@ -596,24 +596,30 @@ cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float 
     return withCodes(codes == DType::kI8, [&](auto ctag) {
       using C = decltype(ctag);
       if (per_thread == 1)
-        return launchPdl(rmsNormQuantKernel<R, C, 1>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+        return launchPdl(rmsNormQuantKernel<R, C, 1>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
+                         scales);
       if (per_thread == 2)
-        return launchPdl(rmsNormQuantKernel<R, C, 2>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+        return launchPdl(rmsNormQuantKernel<R, C, 2>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
+                         scales);
       if (per_thread <= 4)
-        return launchPdl(rmsNormQuantKernel<R, C, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+        return launchPdl(rmsNormQuantKernel<R, C, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
+                         scales);
       if (per_thread <= 8)
-        return launchPdl(rmsNormQuantKernel<R, C, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
-      return launchPdl(rmsNormQuantKernel<R, C, 16>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q, scales);
+        return launchPdl(rmsNormQuantKernel<R, C, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
+                         scales);
+      return launchPdl(rmsNormQuantKernel<R, C, 16>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
+                       scales);
     });
   }));
 }
 
-cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter, DType round,
-                            DType codes, uint8_t* q, int64_t ld_q, float* scales, cudaStream_t stream) {
+cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64_t rows, int64_t inter,
+                            DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales,
+                            cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   const int64_t n8 = inter / 8, per_thread = (n8 + 255) / 256;
-  if (inter % 8 != 0 || per_thread < 1 || per_thread > 8 || ld_gu % 8 != 0 || ld_q % 8 != 0 || !aligned16(gu) ||
-      reinterpret_cast<uintptr_t>(q) % 8 != 0 ||
+  if (inter % 8 != 0 || per_thread < 1 || per_thread > 8 || ld_gu % 8 != 0 || ld_q % 8 != 0 ||
+      !aligned16(gu) || reinterpret_cast<uintptr_t>(q) % 8 != 0 ||
       (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorNotSupported;
   return launched(withElementType(gu_dtype, [&](auto itag) {
@@ -624,12 +630,16 @@ cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64
       return withCodes(codes == DType::kI8, [&](auto ctag) {
         using C = decltype(ctag);
         if (per_thread == 1)
-          return launchPdl(siluMulQuantKernel<TI, R, C, 1>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+          return launchPdl(siluMulQuantKernel<TI, R, C, 1>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
+                           scales);
         if (per_thread == 2)
-          return launchPdl(siluMulQuantKernel<TI, R, C, 2>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+          return launchPdl(siluMulQuantKernel<TI, R, C, 2>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
+                           scales);
         if (per_thread <= 4)
-          return launchPdl(siluMulQuantKernel<TI, R, C, 4>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
-        return launchPdl(siluMulQuantKernel<TI, R, C, 8>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q, scales);
+          return launchPdl(siluMulQuantKernel<TI, R, C, 4>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
+                           scales);
+        return launchPdl(siluMulQuantKernel<TI, R, C, 8>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
+                         scales);
       });
     });
   }));
