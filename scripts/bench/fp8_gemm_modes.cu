@@ -22,26 +22,8 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    auto e_ = (x);                                                              \
-    if (static_cast<int>(e_) != 0) {                                            \
-      std::fprintf(stderr, "%s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
+#include "bench_cuda.cuh"
 
-__device__ float hashValue(size_t i, uint32_t seed) {
-  uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-  h ^= h >> 15;
-  h *= 2246822519u;
-  h ^= h >> 13;
-  return float(h & 0xffff) / 32768.0f - 1.0f;
-}
-__global__ void fillBf16(__nv_bfloat16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    p[i] = __float2bfloat16(hashValue(i, seed));
-}
 __global__ void fillE4m3(__nv_fp8_e4m3* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     p[i] = __nv_fp8_e4m3(hashValue(i, seed) * 400.0f);

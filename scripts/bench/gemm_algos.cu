@@ -15,26 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                   \
-  do {                                                                          \
-    auto e_ = (x);                                                              \
-    if (static_cast<int>(e_) != 0) {                                            \
-      std::fprintf(stderr, "%s:%d %s = %d\n", __FILE__, __LINE__, #x, (int)e_); \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
-// Random bf16 values in [-1, 1) (a hash of the index): random operands draw more power than
-// constant ones, so the clocks and the times are the model's.
-__global__ void fillRandom(__nv_bfloat16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    p[i] = __float2bfloat16(float(h & 0xffff) / 32768.0f - 1.0f);
-  }
-}
+#include "bench_cuda.cuh"
 
 struct Shape {
   const char* name;
@@ -70,11 +51,12 @@ int main(int argc, char** argv) {
     std::vector<void*> w(copies);
     for (auto& p : w) {
       CK(cudaMalloc(&p, size_t(s.n) * s.k * 2));
-      fillRandom<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), size_t(s.n) * s.k, 17u + unsigned(&p - w.data()));
+      fillBf16<<<1024, 256>>>(static_cast<__nv_bfloat16*>(p), size_t(s.n) * s.k,
+                              17u + unsigned(&p - w.data()));
     }
     void *x, *out;
     CK(cudaMalloc(&x, size_t(mmax) * s.k * 2));
-    fillRandom<<<1024, 256>>>(static_cast<__nv_bfloat16*>(x), size_t(mmax) * s.k, 5u);
+    fillBf16<<<1024, 256>>>(static_cast<__nv_bfloat16*>(x), size_t(mmax) * s.k, 5u);
     CK(cudaDeviceSynchronize());
     CK(cudaMalloc(&out, size_t(mmax) * s.n * 4));
     cublasLtMatmulDesc_t op;

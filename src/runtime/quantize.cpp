@@ -140,6 +140,19 @@ std::vector<float> columnMax(const std::vector<float>& w, int64_t hidden) {
   return m;
 }
 
+// The error a change d of a weight row's features [0, len) adds to the product's outputs over the
+// kept input rows: sum over rows x of (x[0, len) . d)^2 (x: `rows` rows of `stride` floats).
+double outputError(const float* x, int64_t rows, int64_t stride, const float* d, int64_t len) {
+  double err = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * stride;
+    float dot = 0.0f;
+    for (int64_t j = 0; j < len; ++j) dot += xr[j] * d[j];
+    err += static_cast<double>(dot) * dot;
+  }
+  return err;
+}
+
 // AWQ's search for one group: of the grid alpha = 0, 1/20, ..., 19/20, the scales
 // s = a^alpha / sqrt(max(a^alpha) min(a^alpha)) (a: mean |x| per channel, at least 1e-4) whose
 // quantized matrix W' = Q(W s) / s gives the smallest sum over the kept rows x of |x (W' - W)^T|^2.
@@ -171,14 +184,7 @@ std::vector<float> awqScales(const Observed& o, const std::vector<float>& w, int
         awqRoundTrip(scaled.data() + r * h, 1, h, group, deq.data() + r * h);
         for (int64_t j = 0; j < h; ++j)
           d[static_cast<size_t>(j)] = deq[static_cast<size_t>(r * h + j)] / s[static_cast<size_t>(j)] - w[static_cast<size_t>(r * h + j)];
-        double err = 0.0;
-        for (int64_t x = 0; x < rows; ++x) {
-          const float* xr = o.rows.data() + x * h;
-          float dot = 0.0f;
-          for (int64_t j = 0; j < h; ++j) dot += xr[j] * d[static_cast<size_t>(j)];
-          err += static_cast<double>(dot) * dot;
-        }
-        band_err[static_cast<size_t>(r)] = err;
+        band_err[static_cast<size_t>(r)] = outputError(o.rows.data(), rows, h, d.data(), h);
       }
     }, 8);
     double err = 0.0;
@@ -193,16 +199,17 @@ std::vector<float> awqScales(const Observed& o, const std::vector<float>& w, int
   return best;
 }
 
-// AutoAWQ's clipping search for one matrix ws = W s [n, h] (its group's scales applied): for each
-// row and group of `group` inputs with largest magnitude amax, of the maxima m = amax (1 - i / 20),
-// i = 0..9, the one whose clamped-then-quantized group Q(clamp(w, -m, m)) gives the smallest sum
-// over the kept rows x of ((x / s) . (Q - w))^2, the error it adds to the product's output. The
-// chosen maxima, [n][h / group].
-std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, const std::vector<float>& ws,
+// AutoAWQ's clipping search for one matrix W [n, h] with its group's column scales s (ones when it
+// has none), on ws = W s: for each row and group of `group` inputs with largest magnitude amax, of
+// the maxima m = amax (1 - i / 20), i = 0..9, the one whose clamped-then-quantized group
+// Q(clamp(w, -m, m)) gives the smallest sum over the kept rows x of ((x / s) . (Q - w))^2, the
+// error it adds to the product's output. The chosen maxima, [n][h / group].
+std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, const std::vector<float>& w,
                                  int64_t h, int64_t group, ThreadPool& pool) {
-  const int64_t n = static_cast<int64_t>(ws.size()) / h, rows = static_cast<int64_t>(o.rows.size()) / h;
+  const int64_t n = static_cast<int64_t>(w.size()) / h, rows = static_cast<int64_t>(o.rows.size()) / h;
   const int64_t groups = h / group;
-  std::vector<float> xs(o.rows.size());  // the kept rows over s: the inputs of W s
+  std::vector<float> ws(w.size()), xs(o.rows.size());  // W s, and the kept rows over s: its inputs
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = w[i] * s[i % static_cast<size_t>(h)];
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = o.rows[i] / s[i % static_cast<size_t>(h)];
   std::vector<float> best(static_cast<size_t>(n * groups));
   constexpr int kGrid = 20, kSteps = 10;  // shrink by up to half (AutoAWQ's max_shrink 0.5)
@@ -211,23 +218,17 @@ std::vector<float> awqClipMaxima(const Observed& o, std::span<const float> s, co
     std::vector<float> clamped(g), deq(g), d(g);
     for (int64_t r = b; r < e; ++r)
       for (int64_t gi = 0; gi < groups; ++gi) {
-        const float* w = ws.data() + r * h + gi * group;
+        const float* v = ws.data() + r * h + gi * group;
         float amax = 0.0f;
-        for (int64_t j = 0; j < group; ++j) amax = std::fmax(amax, std::fabs(w[j]));
+        for (int64_t j = 0; j < group; ++j) amax = std::fmax(amax, std::fabs(v[j]));
         double best_err = INFINITY;
         float best_m = amax;
         for (int i = 0; i < kSteps; ++i) {
           const float m = amax * (1.0f - static_cast<float>(i) / kGrid);
-          for (int64_t j = 0; j < group; ++j) clamped[static_cast<size_t>(j)] = std::clamp(w[j], -m, m);
+          for (int64_t j = 0; j < group; ++j) clamped[static_cast<size_t>(j)] = std::clamp(v[j], -m, m);
           awqRoundTrip(clamped.data(), 1, group, group, deq.data());
-          for (int64_t j = 0; j < group; ++j) d[static_cast<size_t>(j)] = deq[static_cast<size_t>(j)] - w[j];
-          double err = 0.0;
-          for (int64_t x = 0; x < rows; ++x) {
-            const float* xr = xs.data() + x * h + gi * group;
-            float dot = 0.0f;
-            for (int64_t j = 0; j < group; ++j) dot += xr[j] * d[static_cast<size_t>(j)];
-            err += static_cast<double>(dot) * dot;
-          }
+          for (int64_t j = 0; j < group; ++j) d[static_cast<size_t>(j)] = deq[static_cast<size_t>(j)] - v[j];
+          const double err = outputError(xs.data() + gi * group, rows, h, d.data(), group);
           if (err < best_err) best_err = err, best_m = m;
         }
         best[static_cast<size_t>(r * groups + gi)] = best_m;
@@ -285,9 +286,8 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
   for (const SmoothingGroup& g : groups) observed.push_back(g.observed);
   // AWQ's clipping also covers the products outside the norm-fed groups: the attention output's
   // (o) and the MLP's down projection, on their own inputs (dense layers: experts stay 16-bit).
-  const bool clip_rest = awq && o.awq_clip;
   std::vector<std::pair<std::string, std::vector<std::string>>> unscaled;  // observed name, its tensors
-  if (clip_rest)
+  if (awq && o.awq_clip)
     for (int64_t l = 0; l < dir.config.num_hidden_layers; ++l)
       for (DecoderWeight w : {DecoderWeight::kO, DecoderWeight::kDown})
         if (decoderWeightPresent(w, dir.config, l)) {
@@ -303,6 +303,13 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
   TensorSmoothing smoothing;
   double alpha_sum = 0.0;
   int64_t clipped = 0;  // AWQ: matrices clipped
+  // AWQ's clipping of checkpoint matrix `m` [rows, k] read with column scales s, from `in`.
+  auto clip = [&](const std::string& m, const Observed& in, std::span<const float> s, int64_t k) -> Status {
+    LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, {m}, prefix, k));
+    smoothing.clip(m, awqClipMaxima(in, s, w, k, o.awq_group_size, *pool), o.awq_group_size);
+    ++clipped;
+    return Status::ok();
+  };
   for (const SmoothingGroup& g : groups) {
     const Observed& in = cal.inputs[g.observed];
     if (static_cast<int64_t>(in.max_abs.size()) != h || (awq && in.rows.empty()))
@@ -319,10 +326,7 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
         const bool attention_input = std::count(qkv.begin(), qkv.end(), m) > 0;
         const bool value = qkv.size() == 3 && m == qkv[2];  // (packed q/k/v: not clipped)
         if (attention_input && !value) continue;
-        LLMRT_ASSIGN_OR_RETURN(std::vector<float> ws, groupMatrix(dir.weights, {m}, prefix, h));
-        for (size_t i = 0; i < ws.size(); ++i) ws[i] *= s[i % static_cast<size_t>(h)];
-        smoothing.clip(m, awqClipMaxima(in, s, ws, h, o.awq_group_size, *pool), o.awq_group_size);
-        ++clipped;
+        LLMRT_RETURN_IF_ERROR(clip(m, in, s, h));
       }
     }
     smoothing.add(g, std::move(s), dir.config.decoder.norm_weight_offset_one);
@@ -334,11 +338,7 @@ Result<QuantizeReport> calibratedCheckpoint(const QuantizeOptions& o) {
     const auto k = static_cast<int64_t>(in.max_abs.size());
     if (k % o.awq_group_size != 0) continue;  // (checkQuantizable refuses such matrices)
     const std::vector<float> ones(static_cast<size_t>(k), 1.0f);
-    for (const std::string& m : tensors) {
-      LLMRT_ASSIGN_OR_RETURN(std::vector<float> w, groupMatrix(dir.weights, {m}, prefix, k));
-      smoothing.clip(m, awqClipMaxima(in, ones, w, k, o.awq_group_size, *pool), o.awq_group_size);
-      ++clipped;
-    }
+    for (const std::string& m : tensors) LLMRT_RETURN_IF_ERROR(clip(m, in, ones, k));
   }
   const double mean_alpha = groups.empty() ? 0.0 : alpha_sum / static_cast<double>(groups.size());
   char producer[200];

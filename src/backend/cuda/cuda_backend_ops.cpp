@@ -372,18 +372,17 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
     }
     q = static_cast<const uint8_t*>(x.data);
     sx = rowQuantizedScales(x);
-  } else {
-    const size_t codes = (static_cast<size_t>(m * k) + 255) / 256 * 256;
-    if (!reserve(fp8_x_, codes + static_cast<size_t>(m) * sizeof(float))) return;
+  } else {  // into fp8_x_: the codes, then the row scales (rowQuantizedScales' layout)
+    if (!reserve(fp8_x_, static_cast<size_t>(rowQuantizedScalesOffset(m, k) + m * 4))) return;
     auto* qx = static_cast<uint8_t*>(fp8_x_.get());
-    auto* sxx = reinterpret_cast<float*>(qx + codes);
-    q = qx;
-    sx = sxx;
+    auto* sxx = reinterpret_cast<float*>(qx + rowQuantizedScalesOffset(m, k));
     OpScope scope(this, [&] {
       return strprintf("%s quantize m<=%lld k=%lld", kind, rowBucket(m), static_cast<long long>(k));
     });
     LLMRT_CUDA_OP_CHECK(
         cuda::w8a8QuantizeRows(codes_dt, x.data, x.dtype, ld(x), m, k, qx, sxx, stream_.get()));
+    q = qx;
+    sx = sxx;
   }
   OpScope scope(this, [&] {
     return strprintf("%s %s %s m<=%lld n=%lld k=%lld", accumulate ? "linearAdd" : "linear", kind,

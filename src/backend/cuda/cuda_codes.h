@@ -33,6 +33,20 @@ __device__ __forceinline__ float2 rowScaleInverse(float amax) {
   return make_float2(nonzero ? amax / C::kMax : 1.0f, nonzero ? C::kMax / amax : 1.0f);
 }
 
+// Four values' codes (v times the row's inverse scale) in one word, feature i in byte i.
+template <typename C>
+__device__ __forceinline__ uint32_t packCodes4(const float4& v, float inverse) {
+  return static_cast<uint32_t>(C::code(v.x * inverse)) |
+         (static_cast<uint32_t>(C::code(v.y * inverse)) << 8) |
+         (static_cast<uint32_t>(C::code(v.z * inverse)) << 16) |
+         (static_cast<uint32_t>(C::code(v.w * inverse)) << 24);
+}
+
+// The largest magnitude of a float4 (fmaxf: a NaN is passed over, as in the quantization kernel).
+__device__ __forceinline__ float absMax4(const float4& v) {
+  return fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
+
 // The largest of every thread's v in the block (blockDim.x a multiple of 32, at most 1024), for
 // every thread; `warp_max` holds 32 floats. A max, so any order gives the same value. (No barrier
 // after the reads: a second call in the same kernel needs a __syncthreads() before it.)

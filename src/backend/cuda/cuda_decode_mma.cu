@@ -94,7 +94,8 @@ struct Geometry {
 // rotary embeddings (a.rope.inv_freq null: learned positions, ALiBi) only has the KV write fused.
 // kExtras: a.extras applies to the scores. kFp8 (H = __half, no kRope): the pool holds E4M3 codes,
 // copied into their ring and turned into fp16 (exact) in the one fp16 tile before it is read, a
-// barrier after the previous tile's last read; K's scale is folded into q and V's into the output.
+// barrier after the previous tile's last read; K's scale joins the float32 score scale and V's
+// multiplies the output.
 template <int kHeadDim, typename H, bool kRope, bool kExtras, bool kFp8 = false>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const void* __restrict__ pool_raw, KvLayout g, DecodeAttnArgs a, int group,

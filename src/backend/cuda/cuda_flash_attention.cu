@@ -138,8 +138,8 @@ __device__ __forceinline__ void storePair(H* p, float x, float y, bool vec) {
 // vec_io: q and out are 8-byte aligned with even leading dimensions (float2 access).
 // H: the cache's element type and the products' operand type (__nv_bfloat16 or __half).
 // kExtras: a.extras applies to the scores. kFp8 (H = __half): the pool holds E4M3 codes, copied
-// into the staging area and turned into fp16 (exact) before the tile is read; K's scale is folded
-// into Q and V's into O.
+// into the staging area and turned into fp16 (exact) before the tile is read; K's scale joins the
+// float32 score scale and V's multiplies O.
 template <int kHeadDim, typename H, bool kExtras, bool kFp8 = false>
 __global__ void __launch_bounds__(kThreads)
     flashAttentionKernel(const void* __restrict__ pool_raw, KvLayout g, FlashAttnArgs a, int tpb_shift,

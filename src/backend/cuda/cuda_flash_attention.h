@@ -37,7 +37,7 @@ struct FlashAttnArgs {
                            // kFlashBlockM query rows; any order (the kernel runs the last ones first)
   int32_t num_tiles;
   AttnExtras extras;  // soft-capping and ALiBi (none by default)
-  // An FP8 cache: its layer's K and V scales (K's folded into Q, V's into O); else 1.
+  // An FP8 cache: its layer's K and V scales (K's with the score scale, V's on O); else 1.
   float k_scale = 1.0f;
   float v_scale = 1.0f;
 };

@@ -165,7 +165,7 @@ struct DecodeAttnArgs {
   int32_t splits;  // 1..1024
   float* partial;
   AttnExtras extras;  // soft-capping and ALiBi (none by default)
-  // An FP8 cache: its layer's K and V scales (K's folded into q, V's into the output); else 1.
+  // An FP8 cache: its layer's K and V scales (K's with the score scale, V's on the output); else 1.
   float k_scale = 1.0f;
   float v_scale = 1.0f;
   // A bf16 / fp16 cache where decodeMmaSupported() holds runs the tensor-core kernel (cuda_decode_mma.cu)

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 
 #include "backend/cuda/cuda_codes.h"
 #include "backend/cuda/cuda_kernels.h"
@@ -172,7 +173,7 @@ __global__ void rmsNormQuantKernel(const float* x, int64_t ld_x, const float* w,
     y = make_float4(y.x * inv, y.y * inv, y.z * inv, y.w * inv);
     roundAs(y, tag);
     v[j] = y;
-    amax = fmaxf(amax, fmaxf(fmaxf(fabsf(y.x), fabsf(y.y)), fmaxf(fabsf(y.z), fabsf(y.w))));
+    amax = fmaxf(amax, absMax4(y));
   }
   const float2 si = rowScaleInverse<C>(blockMax(amax, warp_max));
   if (threadIdx.x == 0) scales[r] = si.x;
@@ -180,10 +181,7 @@ __global__ void rmsNormQuantKernel(const float* x, int64_t ld_x, const float* w,
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * blockDim.x;
     if (i >= n4) break;
-    const float4 y = v[j];
-    const uint32_t c = C::code(y.x * si.y) | (C::code(y.y * si.y) << 8) | (C::code(y.z * si.y) << 16) |
-                       (static_cast<uint32_t>(C::code(y.w * si.y)) << 24);
-    *reinterpret_cast<uint32_t*>(q + r * ld_q + 4 * i) = c;
+    *reinterpret_cast<uint32_t*>(q + r * ld_q + 4 * i) = packCodes4<C>(v[j], si.y);
   }
 }
 
@@ -270,8 +268,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       roundAs(y[j][h], tag);
-      const float4& a = y[j][h];
-      amax = fmaxf(amax, fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fmaxf(fabsf(a.z), fabsf(a.w))));
+      amax = fmaxf(amax, absMax4(y[j][h]));
     }
   }
   const float2 si = rowScaleInverse<C>(blockMax(amax, warp_max));
@@ -280,14 +277,8 @@ __global__ void __launch_bounds__(256)
   for (int j = 0; j < V; ++j) {
     const int i = threadIdx.x + j * 256;
     if (i >= n8) break;
-    uint32_t c[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float4& a = y[j][h];
-      c[h] = C::code(a.x * si.y) | (C::code(a.y * si.y) << 8) | (C::code(a.z * si.y) << 16) |
-             (static_cast<uint32_t>(C::code(a.w * si.y)) << 24);
-    }
-    *reinterpret_cast<uint2*>(q + r * ld_q + 8 * i) = make_uint2(c[0], c[1]);
+    *reinterpret_cast<uint2*>(q + r * ld_q + 8 * i) =
+        make_uint2(packCodes4<C>(y[j][0], si.y), packCodes4<C>(y[j][1], si.y));
   }
 }
 
@@ -530,6 +521,29 @@ cudaError_t launchSiluMul(const TI* gu, int64_t ld_gu, int64_t rows, int64_t int
 // A launch's result: its own error, else any error the launch left pending.
 cudaError_t launched(cudaError_t e) { return e != cudaSuccess ? e : cudaGetLastError(); }
 
+// `body` with std::integral_constant<int, V> for the smallest V of 1, 2, 4, 8, 16 that holds
+// `per_thread` items (1 <= per_thread <= 16): the register tile of a row-per-block kernel.
+template <typename F>
+cudaError_t withPerThread(int64_t per_thread, F&& body) {
+  if (per_thread <= 1) return body(std::integral_constant<int, 1>{});
+  if (per_thread <= 2) return body(std::integral_constant<int, 2>{});
+  if (per_thread <= 4) return body(std::integral_constant<int, 4>{});
+  if (per_thread <= 8) return body(std::integral_constant<int, 8>{});
+  return body(std::integral_constant<int, 16>{});
+}
+
+// The float4 row kernels' block: up to 256 threads (a multiple of 32) over cols / 4 float4s, and
+// the float4s each thread holds.
+struct Float4Rows {
+  int threads;
+  int64_t per_thread;
+};
+Float4Rows float4Rows(int64_t cols) {
+  const int64_t n4 = cols / 4;
+  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
+  return {threads, threads > 0 ? (n4 + threads - 1) / threads : 0};
+}
+
 int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 128); }
 
 }  // namespace
@@ -557,9 +571,9 @@ cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int
                     DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
   // The vector kernel: 4 features per float4, up to 8 float4 per thread of up to 256.
-  const int64_t n4 = cols / 4;
-  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
-  const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
+  const Float4Rows tile = float4Rows(cols);
+  const int threads = tile.threads;
+  const int64_t per_thread = tile.per_thread;
   const bool vec = g_vector_ops.load(std::memory_order_relaxed) && cols % 4 == 0 && per_thread >= 1 &&
                    per_thread <= 8 && ld_x % 4 == 0 && ld_out % 4 == 0 && aligned16(x) && aligned16(w) &&
                    reinterpret_cast<uintptr_t>(out) % 8 == 0 && (out_dtype != DType::kF32 || aligned16(out));
@@ -567,13 +581,11 @@ cudaError_t rmsNorm(const float* x, int64_t ld_x, const float* w, float eps, int
     using TO = decltype(tag);
     TO* o = static_cast<TO*>(out);
     const int c = static_cast<int>(cols);
-    if (vec && per_thread == 1)
-      return launchPdl(rmsNormVecKernel<TO, 1>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
-    if (vec && per_thread == 2)
-      return launchPdl(rmsNormVecKernel<TO, 2>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
-    if (vec && per_thread <= 4)
-      return launchPdl(rmsNormVecKernel<TO, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
-    if (vec) return launchPdl(rmsNormVecKernel<TO, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, o, ld_out);
+    if (vec)
+      return withPerThread(per_thread, [&](auto v) {
+        return launchPdl(rmsNormVecKernel<TO, decltype(v)::value>, rows, threads, 0, stream, x, ld_x, w, eps,
+                         c, o, ld_out);
+      });
     return launchPdl(rmsNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, w, eps, cols, o, ld_out);
   }));
 }
@@ -582,9 +594,9 @@ cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float 
                             int64_t cols, DType round, DType codes, uint8_t* q, int64_t ld_q, float* scales,
                             cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  const int64_t n4 = cols / 4;
-  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
-  const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
+  const Float4Rows tile = float4Rows(cols);
+  const int threads = tile.threads;
+  const int64_t per_thread = tile.per_thread;
   // (A float4 kernel: with vector_ops off, the plain kernels and the quantization kernel run instead.)
   if (!g_vector_ops.load(std::memory_order_relaxed) || cols % 4 != 0 || per_thread < 1 || per_thread > 16 ||
       ld_x % 4 != 0 || ld_q % 4 != 0 || !aligned16(x) || !aligned16(w) ||
@@ -595,20 +607,10 @@ cudaError_t rmsNormQuantize(const float* x, int64_t ld_x, const float* w, float 
     using R = decltype(rtag);
     return withCodes(codes == DType::kI8, [&](auto ctag) {
       using C = decltype(ctag);
-      if (per_thread == 1)
-        return launchPdl(rmsNormQuantKernel<R, C, 1>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
-                         scales);
-      if (per_thread == 2)
-        return launchPdl(rmsNormQuantKernel<R, C, 2>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
-                         scales);
-      if (per_thread <= 4)
-        return launchPdl(rmsNormQuantKernel<R, C, 4>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
-                         scales);
-      if (per_thread <= 8)
-        return launchPdl(rmsNormQuantKernel<R, C, 8>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
-                         scales);
-      return launchPdl(rmsNormQuantKernel<R, C, 16>, rows, threads, 0, stream, x, ld_x, w, eps, c, q, ld_q,
-                       scales);
+      return withPerThread(per_thread, [&](auto v) {
+        return launchPdl(rmsNormQuantKernel<R, C, decltype(v)::value>, rows, threads, 0, stream, x, ld_x, w,
+                         eps, c, q, ld_q, scales);
+      });
     });
   }));
 }
@@ -629,17 +631,10 @@ cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64
       using R = decltype(rtag);
       return withCodes(codes == DType::kI8, [&](auto ctag) {
         using C = decltype(ctag);
-        if (per_thread == 1)
-          return launchPdl(siluMulQuantKernel<TI, R, C, 1>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
-                           scales);
-        if (per_thread == 2)
-          return launchPdl(siluMulQuantKernel<TI, R, C, 2>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
-                           scales);
-        if (per_thread <= 4)
-          return launchPdl(siluMulQuantKernel<TI, R, C, 4>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
-                           scales);
-        return launchPdl(siluMulQuantKernel<TI, R, C, 8>, rows, 256, 0, stream, g, ld_gu, inter, q, ld_q,
-                         scales);
+        return withPerThread(per_thread, [&](auto v) {
+          return launchPdl(siluMulQuantKernel<TI, R, C, decltype(v)::value>, rows, 256, 0, stream, g, ld_gu,
+                           inter, q, ld_q, scales);
+        });
       });
     });
   }));
