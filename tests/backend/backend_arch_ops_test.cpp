@@ -407,8 +407,8 @@ TEST_P(ArchOps, AddPositionEmbedding) {
   }
 }
 
-// Attention with soft-capping, ALiBi and both, against the CPU: MHA and GQA (groups 1, 4, 8, 16),
-// head_dim 64 / 128 (tensor-core kernels on a 16-bit cache) and 96 (CUDA-core kernel), sliding
+// Attention with soft-capping, ALiBi and both, against the CPU: MHA and GQA (groups 1, 2, 4, 8, 16,
+// 71), head_dim 64 / 128 / 256 (tensor-core kernels on a 16-bit cache) and 96 (CUDA-core kernel), sliding
 // windows; steps of prefill rows (flash tiles), a mixed step (a chunk after a cached prefix beside
 // decode rows), and decode rows of several sequences with long contexts (key splits and their
 // merge). The extras must change the output (so a path ignoring them fails), and clearing them
@@ -418,13 +418,14 @@ TEST_P(ArchOps, AttentionWithExtras) {
     int64_t head_dim, heads, kv_heads, tpb, window;
   };
   const std::vector<Case> cases{{64, 8, 8, 16, 0},     {128, 16, 4, 16, 0}, {64, 16, 2, 32, 20},
-                                {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  {96, 12, 3, 8, 0}};
+                                {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  {96, 12, 3, 8, 0},
+                                {256, 8, 4, 16, 20},   {64, 71, 1, 16, 0}};
   for (const Case& c : cases) {
     const std::vector<SeqSpec> prefill{{80, 80}, {17, 17}};
     const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {21, 70}, {1, 2 * c.tpb}, {5, 2 * c.tpb + 1}};
     const std::vector<SeqSpec> decode{{1, 700}, {1, 333}, {1, 1}, {1, 64}, {1, 129}};
     const std::vector<SeqSpec> decode_one{{1, 1500}};  // batch-1 decode: many key splits
-    const int64_t layers = 2, Q = c.heads * c.head_dim, group = c.heads / c.kv_heads;
+    const int64_t layers = 2, Q = c.heads * c.head_dim;
     int64_t blocks = 0;
     for (const auto* specs : {&prefill, &mixed, &decode, &decode_one}) {
       int64_t need = 0;
@@ -446,10 +447,9 @@ TEST_P(ArchOps, AttentionWithExtras) {
       const StepRows st = stepRows(*specs, tables, c.tpb, false);
       begin(stepInputs(st, {}, 0));
       const int64_t rows = st.rows;
-      // Tensor cores (P rounded to 16 bits) on a 16-bit cache with head_dim 64 / 128: context
-      // chunks always, decode rows for GQA groups of up to 8.
-      const bool has_chunk = specs == &prefill || specs == &mixed;
-      const bool tensor = halfKv() && (c.head_dim == 64 || c.head_dim == 128) && (has_chunk || group <= 8);
+      // Tensor cores (P rounded to 16 bits) on a 16-bit cache: context chunks with head_dim 64 /
+      // 128, decode rows with 64 / 128 / 256.
+      const bool tensor = halfKv() && (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256);
       const double rel = tensor ? 5e-3 : 2e-5, abs = tensor ? 3e-2 : 1e-4;
       struct Variant {
         float softcap;
@@ -486,8 +486,8 @@ TEST_P(ArchOps, AttentionWithExtras) {
   }
 }
 
-// ropeAttention with both extras: on a 16-bit cache, decode steps with head_dim 64 / 128, a GQA
-// group of at most 8 and a full rotary dim run as the one fused kernel (q in memory stays
+// ropeAttention with both extras: on a 16-bit cache, decode steps with head_dim 64 / 128 / 256 and
+// a full rotary dim run as the one fused kernel (q in memory stays
 // unrotated: that is how the test knows); its output is the two ops' (ropeWriteKv + attention) to
 // the bit, and close to the CPU's. Mixed steps run the two ops.
 TEST_P(ArchOps, RopeAttentionWithExtras) {
@@ -497,14 +497,15 @@ TEST_P(ArchOps, RopeAttentionWithExtras) {
   };
   for (const Case& c :
        {Case{128, 16, 4, 16, 0, true}, Case{64, 8, 8, 16, 37, true}, Case{64, 16, 1, 16, 0, true},
-        Case{96, 12, 3, 8, 0, true}, Case{128, 32, 8, 16, 0, false}}) {
+        Case{96, 12, 3, 8, 0, true}, Case{128, 32, 8, 16, 0, false}, Case{256, 8, 4, 16, 0, true},
+        Case{64, 24, 2, 16, 0, true}}) {
     const std::vector<SeqSpec> decode{{1, 700},       {1, 333},           {1, 1},
                                       {1, 2 * c.tpb}, {1, 2 * c.tpb + 1}, {1, 129}};
     const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {1, 2 * c.tpb + 1}};
     const std::vector<SeqSpec>& specs = c.decode ? decode : mixed;
-    const int64_t group = c.heads / c.kv_heads;
-    const bool fused = halfKv() && c.decode && (c.head_dim == 64 || c.head_dim == 128) && group <= 8 &&
-                       GetParam().tuning.rope_fusion && GetParam().tuning.mma_decode;
+    const bool mma_dim = c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256;
+    const bool fused =
+        halfKv() && c.decode && mma_dim && GetParam().tuning.rope_fusion && GetParam().tuning.mma_decode;
     const std::string what = std::string(c.decode ? "decode" : "mixed") + " hd " +
                              std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
                              std::to_string(c.kv_heads) + " window " + std::to_string(c.window) +
@@ -529,7 +530,7 @@ TEST_P(ArchOps, RopeAttentionWithExtras) {
     setExtras(e);
     const int64_t rows = st.rows, W = Q + 2 * KV;
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-    const bool tensor = halfKv() && (c.head_dim == 64 || c.head_dim == 128) && (!c.decode || group <= 8);
+    const bool tensor = halfKv() && (c.decode ? mma_dim : (c.head_dim == 64 || c.head_dim == 128));
     for (int64_t layer = 0; layer < layers; ++layer) {
       SCOPED_TRACE("layer " + std::to_string(layer));
       const std::vector<float> qkv = randomVec(static_cast<size_t>(rows * W), rng_, 1.5f);

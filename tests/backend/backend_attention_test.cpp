@@ -125,11 +125,12 @@ TEST_P(BackendOps, PagedAttention) {
   struct Case {
     int64_t head_dim, heads, kv_heads, tpb, window;
   };
+  // GQA group 16: two CTA chunks per KV head; large groups (Falcon-7B: 71): more chunks.
   const std::vector<Case> cases{
       {64, 8, 8, 16, 0},   {64, 8, 8, 16, 7}, {128, 16, 4, 16, 0}, {128, 16, 4, 32, 20}, {64, 32, 4, 16, 0},
       {64, 32, 4, 16, 16}, {8, 8, 4, 16, 0},  {256, 4, 2, 16, 0},  {96, 12, 3, 8, 0},    {128, 32, 8, 16, 0},
-      {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0},  // GQA group 16: the CUDA-core decode kernel on 16 bits too
-      {64, 71, 1, 16, 0}, {128, 66, 2, 16, 24}, {256, 40, 2, 16, 0},  // large groups (Falcon-7B: 71): CTA chunks
+      {128, 32, 8, 16, 100}, {64, 16, 1, 16, 0}, {64, 71, 1, 16, 0}, {128, 66, 2, 16, 24},
+      {256, 40, 2, 16, 0},
   };
   for (const Case& c : cases) {
     // Mixed: prefill, long decode, a chunk after a shared cached prefix, decode at a block
@@ -137,11 +138,18 @@ TEST_P(BackendOps, PagedAttention) {
     // GPU splits the keys (flash-decoding) and merges.
     const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {21, 70}, {1, 2 * c.tpb}, {5, 2 * c.tpb + 1}};
     const std::vector<SeqSpec> decode{{1, 700}, {1, 333}, {1, 1}};
-    for (const auto* specs : {&mixed, &decode}) {
-      const std::string what = std::string(specs == &mixed ? "mixed" : "decode") + " hd " +
-                               std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
-                               std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) + " window " +
-                               std::to_string(c.window);
+    // Groups past 32 heads: 8 rows of long contexts, whose splits' partial states would overflow
+    // the GPU's buffer unless the op takes fewer splits.
+    const std::vector<SeqSpec> wide(8, SeqSpec{1, 1500});
+    std::vector<const std::vector<SeqSpec>*> runs{&mixed, &decode};
+    if (c.heads / c.kv_heads > 32) runs.push_back(&wide);
+    for (const auto* specs : runs) {
+      const std::string what = std::string(specs == &mixed    ? "mixed"
+                                           : specs == &decode ? "decode"
+                                                              : "wide") +
+                               " hd " + std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) +
+                               "/" + std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) +
+                               " window " + std::to_string(c.window);
       SCOPED_TRACE(what);
       const int64_t layers = 2, Q = c.heads * c.head_dim, KV = c.kv_heads * c.head_dim;
       // Block tables are random blocks; the chunked sequence shares its first two blocks with
@@ -164,10 +172,9 @@ TEST_P(BackendOps, PagedAttention) {
       for (int64_t layer = 0; layer < layers; ++layer) {
         cpu_->attention(layer, columns(qc, 0, Q), c.heads, c.window, scale, oc);
         gpu_->attention(layer, columns(qg, 0, Q), c.heads, c.window, scale, og);
-        // 16-bit cache, head_dim 64/128: context chunks (any group) and decode rows (GQA group <= 8)
-        // run on tensor cores with P rounded to the cache's type.
-        const bool flash = halfKv() && (c.head_dim == 64 || c.head_dim == 128) &&
-                           (specs == &mixed || c.heads / c.kv_heads <= 8);
+        // 16-bit cache: context chunks (head_dim 64/128) and decode rows (head_dim 64/128/256, any
+        // group) run on tensor cores with P rounded to the cache's type.
+        const bool flash = halfKv() && (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256);
         const std::vector<float> ref = get(*cpu_, oc);
         expectClose(get(*gpu_, og), ref, flash ? 5e-3 : 1e-5, flash ? 3e-2 : 5e-5,
                     "attention layer " + std::to_string(layer));
@@ -185,7 +192,7 @@ TEST_P(BackendOps, PagedAttention) {
 
 // ropeAttention against ropeWriteKv + attention on the same backend: on the CUDA backend a decode
 // step (every sequence one new row) on the tensor-core decode kernel (16-bit cache, head_dim 64 /
-// 128, GQA group <= 8, full rotary dim) runs as one kernel that rotates q in registers (q in memory
+// 128 / 256, any GQA group, full rotary dim) runs as one kernel that rotates q in registers (q in memory
 // stays as it was: that is how the test knows the fused kernel ran) and k, and writes the KV itself;
 // every other step runs the two ops. Either way the output and the pool are the two ops' to the
 // bit, and close to the CPU's.
@@ -195,21 +202,24 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
     bool decode;  // one new row per sequence (else a mixed step with a prefill)
   };
   const std::vector<Case> cases{
-      {128, 32, 8, 16, 0, 128, true},  {128, 16, 2, 32, 0, 128, true},   {64, 8, 8, 16, 0, 64, true},
-      {64, 32, 4, 16, 100, 64, true},  {128, 8, 8, 16, 37, 128, true},   {64, 16, 1, 16, 0, 64, true},  // group 16
-      {128, 32, 8, 16, 0, 64, true},   {128, 32, 8, 16, 0, 128, false},
-      {128, 32, 32, 16, 0, 0, true},   {64, 16, 2, 16, 50, 0, true},     // no rotary: the KV write alone
+      {128, 32, 8, 16, 0, 128, true}, {128, 16, 2, 32, 0, 128, true},
+      {64, 8, 8, 16, 0, 64, true},    {64, 32, 4, 16, 100, 64, true},
+      {128, 8, 8, 16, 37, 128, true}, {64, 16, 1, 16, 0, 64, true},  // group 16: 2 chunks
+      {128, 32, 8, 16, 0, 64, true},  {128, 32, 8, 16, 0, 128, false},
+      {128, 32, 32, 16, 0, 0, true},  {64, 16, 2, 16, 50, 0, true},    // no rotary: the KV write alone
+      {256, 8, 8, 16, 0, 256, true},  {256, 16, 16, 16, 0, 64, true},  // head_dim 256 (Gemma-2; GPT-J)
+      {256, 8, 4, 16, 0, 256, false}, {64, 71, 1, 16, 0, 64, true},    // Falcon-7B's group: 9 CTA chunks
   };
   for (const Case& c : cases) {
     const std::vector<SeqSpec> decode{{1, 700}, {1, 333}, {1, 1}, {1, 2 * c.tpb}, {1, 2 * c.tpb + 1},
                                       {1, 64, false}, {1, 129}};
     const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {1, 2 * c.tpb + 1}};
     const std::vector<SeqSpec>& specs = c.decode ? decode : mixed;
-    const int64_t group = c.heads / c.kv_heads;
     // Without the fused kernel or the tensor-core decode kernel: the two ops always.
     const bool switched_off = !GetParam().tuning.rope_fusion || !GetParam().tuning.mma_decode;
-    const bool fused = halfKv() && c.decode && (c.head_dim == 64 || c.head_dim == 128) && group <= 8 &&
-                       (c.rotary_dim == c.head_dim || c.rotary_dim == 0) && !switched_off;
+    const bool mma_dim = c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256;
+    const bool fused =
+        halfKv() && c.decode && mma_dim && (c.rotary_dim == c.head_dim || c.rotary_dim == 0) && !switched_off;
     SCOPED_TRACE("hd " + std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
                  std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) + " window " + std::to_string(c.window) +
                  " rotary " + std::to_string(c.rotary_dim) + (c.decode ? " decode" : " mixed") +
@@ -259,7 +269,7 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
       EXPECT_EQ(0, std::memcmp(pool_one.data(), pool_two.data(), pool_one.size() * sizeof(float)))
           << "ropeAttention's pool differs from ropeWriteKv's";
       // (The new rows' k / v are rounded to a 16-bit cache on the GPU, kept float32 on the CPU.)
-      const bool flash = halfKv() && (c.head_dim == 64 || c.head_dim == 128) && (!c.decode || group <= 8);
+      const bool flash = halfKv() && (c.decode ? mma_dim : (c.head_dim == 64 || c.head_dim == 128));
       expectClose(out_one, get(*cpu_, oc), flash ? 5e-3 : (halfKv() ? 3e-3 : 1e-5),
                   flash ? 3e-2 : (halfKv() ? 1e-2 : 5e-5), "ropeAttention vs the CPU", halfStep(gpuKv()));
       expectClose(pool_one, pools(*cpu_), halfKv() ? 4e-3 : 1e-6, halfKv() ? 0.05 : 1e-5, "pool vs the CPU",

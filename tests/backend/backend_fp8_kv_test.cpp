@@ -78,9 +78,11 @@ TEST_P(BackendFp8Kv, AttentionReadsTheCodes) {
   struct Case {
     int64_t head_dim, heads, kv_heads, tpb, window;
   };
-  // head_dim 64 / 128: the tensor-core kernels (decode: GQA group <= 8); 96, group 16: the CUDA-core one.
+  // Tensor-core kernels: context chunks at head_dim 64 / 128, decode rows at 64 / 128 / 256 (any
+  // group); 96: the CUDA-core one.
   const std::vector<Case> cases{{64, 8, 8, 16, 0},     {128, 32, 8, 16, 0}, {128, 16, 4, 32, 20},
-                                {128, 32, 8, 16, 100}, {96, 12, 3, 8, 0},   {64, 16, 1, 16, 0}};
+                                {128, 32, 8, 16, 100}, {96, 12, 3, 8, 0},   {64, 16, 1, 16, 0},
+                                {256, 8, 2, 16, 0},    {64, 71, 1, 16, 0}};
   const bool mma = GetParam().tuning.mma_decode;
   for (const Case& c : cases) {
     const std::vector<SeqSpec> mixed{{37, 37}, {1, 100}, {21, 70}, {1, 2 * c.tpb}, {5, 2 * c.tpb + 1}};
@@ -100,8 +102,8 @@ TEST_P(BackendFp8Kv, AttentionReadsTheCodes) {
       auto [qc, qg] = put(2, st.rows, Q, randomVec(static_cast<size_t>(st.rows * Q), rng_, 2.0f));
       auto [oc, og] = put(3, st.rows, Q, {});
       const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-      const bool tensor =
-          (c.head_dim == 64 || c.head_dim == 128) && (specs == &mixed || (mma && c.heads / c.kv_heads <= 8));
+      const bool flash_dim = c.head_dim == 64 || c.head_dim == 128;
+      const bool tensor = (specs == &mixed && flash_dim) || (mma && (flash_dim || c.head_dim == 256));
       for (int64_t layer = 0; layer < layers; ++layer) {
         cpu_->attention(layer, qc, c.heads, c.window, scale, oc);
         gpu_->attention(layer, qg, c.heads, c.window, scale, og);

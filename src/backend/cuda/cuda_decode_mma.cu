@@ -1,9 +1,8 @@
 // Paged decode attention on bf16 / fp16 tensor cores: the kernel decodeAttention()
 // (cuda_attention.cu) uses for a bf16 or fp16 cache (comments say bf16; the mma takes the
-// cache's type) with head_dim 64 or 128 and a GQA
-// group of at most 8 query heads per KV head. Same semantics, grid and split
-// protocol as the CUDA-core kernel there: one CTA per (query row, kv head,
-// key split), causal with an optional sliding window, and with splits > 1 the
+// cache's type) with head_dim 64, 128 or 256 and any GQA group. Same semantics, grid and split
+// protocol as the CUDA-core kernel there: one CTA per (query row, kv head, chunk of at most 8 of
+// its query heads, key split), causal with an optional sliding window, and with splits > 1 the
 // unnormalised partial state (acc[head_dim], max, sum) of every (row, head,
 // split) goes to `partial` for the merge kernel.
 //
@@ -14,9 +13,10 @@
 //   - K/V tiles of kTileKeys = 64 keys are gathered through the block table with
 //     16-byte cp.async into a kStages-deep ring of shared buffers, so two tiles
 //     are in flight while one is computed (no registers hold them);
-//   - the GQA group is the M dimension of mma.m16n8k16: A = the group's query
-//     heads (rows 0..group-1 of 16, the rest zero), so every K/V element is read
-//     from shared memory once per CTA by ldmatrix, whatever the group size;
+//   - the GQA group is the M dimension of mma.m16n8k16: A = up to 8 of the group's query
+//     heads (rows 0..7 of 16, the rest zero), so every K/V element is read from shared memory
+//     once per CTA by ldmatrix; a larger group (Falcon-7B: 71 heads over one KV head) takes
+//     several CTAs, which read the same keys (from L2 after the first);
 //   - warp w of the 4 takes keys 16w..16w+15 of every tile, keeps its own online
 //     softmax state (FA2's register reuse of the S fragments as P's A fragments,
 //     exactly as cuda_flash_attention.cu), and the 4 warps' states are merged in
@@ -26,8 +26,8 @@
 //     so O / l is an exact convex combination of V rows with those weights.
 // An FP8 cache (E4M3 codes) runs the fp16 kernel on the codes turned into fp16 in shared memory
 // (kFp8 below), K's scale joined to the softmax scale and V's to the output.
-// Only rows g (A rows 0..7) carry heads: a[1] and a[3] (rows 8..15) are zero,
-// and so are the corresponding accumulator halves, which are never read.
+// Only rows g (A rows 0..7) carry heads: rows 8..15 of A are zero and their accumulators are
+// scratch (mma16816Top), so a thread keeps half of each fragment.
 // Attention extras (DecodeAttnArgs::extras: soft-capping, ALiBi) take a second instantiation
 // (kExtras): the raw scores are scaled, soft-capped and biased in the S fragments before the mask,
 // and the softmax then runs on those scores with a scale of 1 (the default's code is unchanged).
@@ -96,6 +96,9 @@ struct Geometry {
 // copied into their ring and turned into fp16 (exact) in the one fp16 tile before it is read, a
 // barrier after the previous tile's last read; K's scale joins the float32 score scale and V's
 // multiplies the output.
+// With a group of more than kRows heads, blockIdx.y = kv head * chunks + chunk, the chunk taking
+// heads [chunk * kRows, ...) of the group; every chunk puts the row's own key in its tile, chunk 0
+// alone writes it to the pool.
 template <int kHeadDim, typename H, bool kRope, bool kExtras, bool kFp8 = false>
 __global__ void __launch_bounds__(kThreads)
     decodeMmaKernel(const void* __restrict__ pool_raw, KvLayout g, DecodeAttnArgs a, int group,
@@ -110,7 +113,10 @@ __global__ void __launch_bounds__(kThreads)
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int gq = lane >> 2, tq = lane & 3;  // groupID (the query head in the group), threadID_in_group
-  const int kvh = blockIdx.y, split = blockIdx.z;
+  const int chunks = (group + kRows - 1) / kRows;
+  const int kvh = blockIdx.y / chunks, chunk = blockIdx.y % chunks, split = blockIdx.z;
+  const int rows = min(kRows, group - chunk * kRows);  // query heads of this CTA
+  const int head0 = kvh * group + chunk * kRows;       // its first
 
   // ---- this CTA's key range ----
   const DecodeKeys keys = decodeKeys(a, blockIdx.x, split);
@@ -200,8 +206,10 @@ __global__ void __launch_bounds__(kThreads)
     vq.w = floatsToPair(v1.z, v1.w, tag);
     *reinterpret_cast<uint4*>(smem_raw + (k_dst - ring)) = kq;
     *reinterpret_cast<uint4*>(smem_raw + (v_dst - ring)) = vq;
-    *reinterpret_cast<uint4*>(new_k + d0) = kq;
-    *reinterpret_cast<uint4*>(new_v + d0) = vq;
+    if (chunk == 0) {
+      *reinterpret_cast<uint4*>(new_k + d0) = kq;
+      *reinterpret_cast<uint4*>(new_v + d0) = vq;
+    }
   };
 
   // Keys past `end` are zero-filled and never read: their blocks may not exist, and garbage
@@ -234,7 +242,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     const uint32_t k_dst = ring + (t % kStages) * 2 * G::kTileBytes;
     const uint32_t v_dst = k_dst + G::kTileBytes;
-#pragma unroll
+#pragma unroll(kHeadDim > 128 ? 2 : G::kLoadPasses)
     for (int i = 0; i < G::kLoadPasses; ++i) {
       const int row = ld_row + i * G::kRowsPerPass;
       const int64_t j = begin + static_cast<int64_t>(t) * kTileKeys + row;
@@ -279,10 +287,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   // ---- Q of the group -> bf16 hi / lo A fragments (rows gq; rows 8..15 zero) ----
-  uint32_t q_hi[kDimChunks][4], q_lo[kDimChunks][4];
+  uint32_t q_hi[kDimChunks][2], q_lo[kDimChunks][2];  // A rows 0..7 (mma16816Top)
   {
-    const bool ok = gq < group;
-    const float* q_row = a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(kvh * group + gq) * kHeadDim;
+    const bool ok = gq < rows;
+    const float* q_row =
+        a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(head0 + gq) * kHeadDim;
     float qv[kDimChunks][2][2];  // [chunk][half][pair]: features c * 16 + half * 8 + 2 tq (+1)
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c)
@@ -306,10 +315,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        splitPair<H>(qv[c][half][0], qv[c][half][1], q_hi[c][2 * half], q_lo[c][2 * half]);
-        q_hi[c][2 * half + 1] = q_lo[c][2 * half + 1] = 0u;
-      }
+      for (int half = 0; half < 2; ++half)
+        splitPair<H>(qv[c][half][0], qv[c][half][1], q_hi[c][half], q_lo[c][half]);
     }
   }
 
@@ -319,9 +326,9 @@ __global__ void __launch_bounds__(kThreads)
   const int v_lm_row = (lane & 7) + (((lane >> 3) & 1) << 3);
   const int v_lm_col = (lane >> 4) << 3;
 
-  float o_acc[kDimTiles][4];
+  float o_acc[kDimTiles][2];  // rows 0..7 of the C fragments (mma16816Top)
 #pragma unroll
-  for (int i = 0; i < kDimTiles; ++i) o_acc[i][0] = o_acc[i][1] = o_acc[i][2] = o_acc[i][3] = 0.0f;
+  for (int i = 0; i < kDimTiles; ++i) o_acc[i][0] = o_acc[i][1] = 0.0f;
   float row_max = -INFINITY;  // running max of the raw (unscaled) scores of head gq (kExtras: the final scores)
   float row_sum = 0.0f;       // this thread's share of the row's sum
   // What turns the running scores into scaled ones: kExtras scales them itself.
@@ -330,7 +337,7 @@ __global__ void __launch_bounds__(kThreads)
   const float unit = kExtras ? 1.0f : score_scale;
   const float scale_log2 = unit * kLog2e;
   float slope = 0.0f;  // kExtras: head gq's ALiBi slope
-  if constexpr (kExtras) slope = gq < group ? alibiSlope(a.extras, kvh * group + gq) : 0.0f;
+  if constexpr (kExtras) slope = gq < rows ? alibiSlope(a.extras, head0 + gq) : 0.0f;
 
   for (int t = 0; t < num_tiles; ++t) {
     cpAsyncWait<kStages - 2>();  // tile t has landed (this thread's copies)
@@ -346,15 +353,15 @@ __global__ void __launch_bounds__(kThreads)
     if (k0 < end) {  // warp-uniform
       const uint32_t k_tile = ring + (kFp8 ? 0 : (t % kStages) * 2 * G::kTileBytes);
       const uint32_t v_tile = k_tile + G::kTileBytes;
-      float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+      float s[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
       for (int c = 0; c < kDimChunks; ++c) {
         uint32_t b[4];
         ldmatrixX4(b, k_tile + ((warp * 16 + k_lm_row) * G::kStride + c * 16 + k_lm_col) * 2);
-        mma16816<H>(s[0], q_hi[c], b[0], b[1]);
-        mma16816<H>(s[1], q_hi[c], b[2], b[3]);
-        mma16816<H>(s[0], q_lo[c], b[0], b[1]);
-        mma16816<H>(s[1], q_lo[c], b[2], b[3]);
+        mma16816Top<H>(s[0], q_hi[c], b[0], b[1]);
+        mma16816Top<H>(s[1], q_hi[c], b[2], b[3]);
+        mma16816Top<H>(s[0], q_lo[c], b[0], b[1]);
+        mma16816Top<H>(s[1], q_lo[c], b[2], b[3]);
       }
       if constexpr (kExtras) {  // (row gq only: elements 0, 1; rows 8..15 are never read)
 #pragma unroll
@@ -378,11 +385,11 @@ __global__ void __launch_bounds__(kThreads)
       const float max_scaled = m_new * scale_log2;
       const float corr = exp2f(row_max * scale_log2 - max_scaled);  // 0 on the first tile
       row_max = m_new;
-      uint32_t p[4];
+      uint32_t p[2];  // A rows 0..7 (rows 8..15 zero)
       p[0] = packPair<H>(exp2f(fmaf(s[0][0], scale_log2, -max_scaled)), exp2f(fmaf(s[0][1], scale_log2, -max_scaled)));
-      p[2] = packPair<H>(exp2f(fmaf(s[1][0], scale_log2, -max_scaled)), exp2f(fmaf(s[1][1], scale_log2, -max_scaled)));
-      p[1] = p[3] = 0u;
-      row_sum = row_sum * corr + (pairSum<H>(p[0]) + pairSum<H>(p[2]));
+      p[1] = packPair<H>(exp2f(fmaf(s[1][0], scale_log2, -max_scaled)),
+                         exp2f(fmaf(s[1][1], scale_log2, -max_scaled)));
+      row_sum = row_sum * corr + (pairSum<H>(p[0]) + pairSum<H>(p[1]));
 #pragma unroll
       for (int i = 0; i < kDimTiles; ++i) {
         o_acc[i][0] *= corr;
@@ -392,8 +399,8 @@ __global__ void __launch_bounds__(kThreads)
       for (int dp = 0; dp < kDimChunks; ++dp) {
         uint32_t b[4];
         ldmatrixX4Trans(b, v_tile + ((warp * 16 + v_lm_row) * G::kStride + dp * 16 + v_lm_col) * 2);
-        mma16816<H>(o_acc[2 * dp], p, b[0], b[1]);
-        mma16816<H>(o_acc[2 * dp + 1], p, b[2], b[3]);
+        mma16816Top<H>(o_acc[2 * dp], p, b[0], b[1]);
+        mma16816Top<H>(o_acc[2 * dp + 1], p, b[2], b[3]);
       }
     }
   }
@@ -417,7 +424,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
-  for (int e = tid; e < group * kHeadDim; e += kThreads) {
+  for (int e = tid; e < rows * kHeadDim; e += kThreads) {
     const int r = e / kHeadDim, d = e % kHeadDim;
     float big = -INFINITY;
 #pragma unroll
@@ -431,7 +438,7 @@ __global__ void __launch_bounds__(kThreads)
       l = fmaf(sum_s[w * kRows + r], wt, l);
     }
     acc *= a.v_scale;  // (an FP8 cache's V scale; else 1: exact)
-    const int head = kvh * group + r;
+    const int head = head0 + r;
     if (a.splits == 1) {
       const float inv = l > 0.0f ? 1.0f / l : 0.0f;
       storeDecodeOut(a, static_cast<int64_t>(item.x) * a.ld_out + static_cast<int64_t>(head) * kHeadDim + d, acc * inv);
@@ -469,7 +476,8 @@ template <int kHeadDim, typename H>
 cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs& a, int group, cudaStream_t stream,
                       bool fp8) {
   const int tpb_shift = tokensPerBlockShift(g);
-  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads),
+  const int64_t chunks = (group + kRows - 1) / kRows;
+  const dim3 grid(static_cast<unsigned>(a.num_items), static_cast<unsigned>(g.num_kv_heads * chunks),
                   static_cast<unsigned>(a.splits));
   auto go = [&](auto kernel, size_t smem = Geometry<kHeadDim>::kSmemBytes) {
     return launchPdl(kernel, grid, kThreads, smem, stream, pool, g, a, group, tpb_shift);
@@ -490,17 +498,24 @@ cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs&
 }  // namespace
 
 bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool) {
-  // The context kernel's geometry (head_dim 64/128, power-of-two blocks, 16-byte rows), and a
-  // GQA group that fits the fragments' rows.
-  return flashAttentionSupported(g, num_heads) && num_heads / g.num_kv_heads <= kRows &&
-         reinterpret_cast<uintptr_t>(pool) % 16 == 0;
+  // head_dim 64, 128 or 256, power-of-two blocks, 16-byte rows, whole groups, and a grid of at most
+  // 65535 (kv head, chunk) pairs.
+  const int64_t tpb = g.tokens_per_block;
+  if (!(g.head_dim == 64 || g.head_dim == 128 || g.head_dim == 256) || tpb < 1 || tpb > (int64_t{1} << 30) ||
+      (tpb & (tpb - 1)) != 0 || g.num_kv_heads < 1 || num_heads < 1 || num_heads % g.num_kv_heads != 0 ||
+      g.elems_per_block <= 0 || g.elems_per_block % 8 != 0 || reinterpret_cast<uintptr_t>(pool) % 16 != 0)
+    return false;
+  const int64_t group = num_heads / g.num_kv_heads;
+  return g.num_kv_heads * ((group + kRows - 1) / kRows) <= 65535;
 }
 
 cudaError_t initDecodeMmaKernels() {
   cudaError_t e = optInOne<64, __nv_bfloat16>();
   if (e == cudaSuccess) e = optInOne<128, __nv_bfloat16>();
+  if (e == cudaSuccess) e = optInOne<256, __nv_bfloat16>();
   if (e == cudaSuccess) e = optInOne<64, __half>();
-  return e != cudaSuccess ? e : optInOne<128, __half>();
+  if (e == cudaSuccess) e = optInOne<128, __half>();
+  return e != cudaSuccess ? e : optInOne<256, __half>();
 }
 
 cudaError_t decodeAttentionMma(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
@@ -510,8 +525,9 @@ cudaError_t decodeAttentionMma(const void* pool, DType kv_dtype, const KvLayout&
   const bool fp8 = kv_dtype == DType::kF8E4M3;  // codes computed as fp16
   return withHalfType(fp8 ? DType::kF16 : kv_dtype, [&](auto tag) {
     using H = decltype(tag);
-    return g.head_dim == 64 ? launchOne<64, H>(pool, g, a, group, stream, fp8)
-                            : launchOne<128, H>(pool, g, a, group, stream, fp8);
+    if (g.head_dim == 64) return launchOne<64, H>(pool, g, a, group, stream, fp8);
+    return g.head_dim == 128 ? launchOne<128, H>(pool, g, a, group, stream, fp8)
+                             : launchOne<256, H>(pool, g, a, group, stream, fp8);
   });
 }
 

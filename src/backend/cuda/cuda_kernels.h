@@ -196,9 +196,9 @@ cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g,
 // rope.inv_freq null) and k / v rows are 16-byte aligned float32.
 bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
                          const float* k, int64_t ld_k, const float* v, int64_t ld_v);
-// The tensor-core decode kernel (cuda_decode_mma.cu): bf16 or fp16 cache, head_dim 64 or 128, a GQA group of
-// at most 8, tokens_per_block a power of two, 16-byte aligned pool and blocks. decodeAttentionMma
-// launches only the attention kernel (decodeAttention adds the split merge).
+// The tensor-core decode kernel (cuda_decode_mma.cu): bf16, fp16 or FP8 cache, head_dim 64, 128 or 256, any
+// GQA group (8 query heads per CTA), tokens_per_block a power of two, 16-byte aligned pool and blocks.
+// decodeAttentionMma launches only the attention kernel (decodeAttention adds the split merge).
 bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool);
 cudaError_t decodeAttentionMma(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                                cudaStream_t stream);

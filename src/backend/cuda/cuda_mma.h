@@ -7,9 +7,10 @@
 
 #include <cuda_bf16.h>
 
-#include "backend/cuda/cuda_vec.h"
-
 #include <cstdint>
+#include <type_traits>
+
+#include "backend/cuda/cuda_vec.h"
 
 namespace llmrt::cuda {
 
@@ -66,6 +67,25 @@ __device__ __forceinline__ void mma16816<__half>(float (&d)[4], const uint32_t (
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mma16816 whose A rows 8..15 are zero: `a` holds A rows 0..7 (a[0], a[2] of the full fragment)
+// and `d` their accumulators (d[0], d[1]). Rows 8..15 take a zero register and land in scratch
+// outputs that are never read, so the caller keeps half the registers; rows 0..7 get the bits
+// mma16816 gives them.
+template <typename H>
+__device__ __forceinline__ void mma16816Top(float (&d)[2], const uint32_t (&a)[2], uint32_t b0, uint32_t b1) {
+  float scratch0, scratch1;
+  if constexpr (std::is_same_v<H, __nv_bfloat16>)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %6, %5, %6}, {%7, %8}, "
+        "{%0, %1, %9, %9};\n"
+        : "+f"(d[0]), "+f"(d[1]), "=f"(scratch0), "=f"(scratch1)
+        : "r"(a[0]), "r"(a[1]), "r"(0u), "r"(b0), "r"(b1), "f"(0.0f));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %6, %5, %6}, {%7, %8}, "
+        "{%0, %1, %9, %9};\n"
+        : "+f"(d[0]), "+f"(d[1]), "=f"(scratch0), "=f"(scratch1)
+        : "r"(a[0]), "r"(a[1]), "r"(0u), "r"(b0), "r"(b1), "f"(0.0f));
 }
 
 // Two floats rounded (nearest even) to H: `lo` in bits 0..15, `hi` in 16..31; and back.
