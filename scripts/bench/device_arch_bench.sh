@@ -13,7 +13,9 @@
 # Each checkpoint is made under /tmp, benchmarked, then deleted (the disk holds one at a time).
 # Steps: latency --input-len 128 --output-len 128 --warmup 2 --iters 5; for mixtral-8l also
 # throughput 64 x 128/128 (--max-batch-size 64) and 512 x 128/128 (--max-batch-size 512
-# --max-num-tokens 8192). Environment: BENCH_FLAGS (appended to every llmrt-bench command).
+# --max-num-tokens 8192). Environment: BENCH_FLAGS (appended to every llmrt-bench command);
+# PEER_FLAGS (when set, each latency run again with these flags appended, as latency_128_128_peer:
+# e.g. "--cuda-tuning mma_decode=off" for the kernel a change replaced).
 min_args=3 usage="BUILD_DIR OUT_DIR PRESET..." source "$(dirname "$0")/device_args.sh"
 shift 2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -58,6 +60,10 @@ for preset in "$@"; do
     ref_done=1
   fi
   bench "$preset" latency_128_128 latency --input-len 128 --output-len 128 --warmup 2 --iters 5
+  if [[ -n ${PEER_FLAGS:-} ]]; then
+    read -r -a peer <<<"$PEER_FLAGS"
+    bench "$preset" latency_128_128_peer latency --input-len 128 --output-len 128 --warmup 2 --iters 5 "${peer[@]}"
+  fi
   if [[ $preset == mixtral-* ]]; then
     bench "$preset" throughput_64x128 throughput --num-requests 64 --max-batch-size 64 --input-len 128 \
       --output-len 128 --warmup 1

@@ -192,10 +192,10 @@ TEST_P(BackendOps, PagedAttention) {
 
 // ropeAttention against ropeWriteKv + attention on the same backend: on the CUDA backend a decode
 // step (every sequence one new row) on the tensor-core decode kernel (16-bit cache, head_dim 64 /
-// 128 / 256, any GQA group, full rotary dim) runs as one kernel that rotates q in registers (q in memory
-// stays as it was: that is how the test knows the fused kernel ran) and k, and writes the KV itself;
-// every other step runs the two ops. Either way the output and the pool are the two ops' to the
-// bit, and close to the CPU's.
+// 128 / 256, any GQA group, a rotary dim that is a multiple of 16) runs as one kernel that rotates q in
+// registers (q in memory stays as it was: that is how the test knows the fused kernel ran) and k, and writes
+// the KV itself; every other step runs the two ops. Either way the output and the pool are the two ops' to
+// the bit, and close to the CPU's.
 TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
   struct Case {
     int64_t head_dim, heads, kv_heads, tpb, window, rotary_dim;
@@ -209,6 +209,7 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
       {128, 32, 32, 16, 0, 0, true},  {64, 16, 2, 16, 50, 0, true},    // no rotary: the KV write alone
       {256, 8, 8, 16, 0, 256, true},  {256, 16, 16, 16, 0, 64, true},  // head_dim 256 (Gemma-2; GPT-J)
       {256, 8, 4, 16, 0, 256, false}, {64, 71, 1, 16, 0, 64, true},    // Falcon-7B's group: 9 CTA chunks
+      {128, 16, 16, 16, 0, 32, true}, {128, 16, 4, 16, 0, 24, true},   // Pythia's 25%; 24: the two ops
   };
   for (const Case& c : cases) {
     const std::vector<SeqSpec> decode{{1, 700}, {1, 333}, {1, 1}, {1, 2 * c.tpb}, {1, 2 * c.tpb + 1},
@@ -218,8 +219,7 @@ TEST_P(BackendOps, RopeAttentionIsRopeThenAttention) {
     // Without the fused kernel or the tensor-core decode kernel: the two ops always.
     const bool switched_off = !GetParam().tuning.rope_fusion || !GetParam().tuning.mma_decode;
     const bool mma_dim = c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256;
-    const bool fused =
-        halfKv() && c.decode && mma_dim && (c.rotary_dim == c.head_dim || c.rotary_dim == 0) && !switched_off;
+    const bool fused = halfKv() && c.decode && mma_dim && c.rotary_dim % 16 == 0 && !switched_off;
     SCOPED_TRACE("hd " + std::to_string(c.head_dim) + " heads " + std::to_string(c.heads) + "/" +
                  std::to_string(c.kv_heads) + " tpb " + std::to_string(c.tpb) + " window " + std::to_string(c.window) +
                  " rotary " + std::to_string(c.rotary_dim) + (c.decode ? " decode" : " mixed") +

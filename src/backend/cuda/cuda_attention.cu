@@ -340,8 +340,8 @@ bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool,
                          const float* k, int64_t ld_k, const float* v, int64_t ld_v) {
   auto aligned = [](const float* p, int64_t ld) { return reinterpret_cast<uintptr_t>(p) % 16 == 0 && ld % 4 == 0; };
   return kv_dtype != DType::kF32 && kv_dtype != DType::kF8E4M3 && decodeMmaSupported(g, num_heads, pool) &&
-         (rotary_dim == g.head_dim || rotary_dim == 0) &&
-         aligned(k, ld_k) && aligned(v, ld_v);
+         rotary_dim >= 0 && rotary_dim <= g.head_dim && rotary_dim % 16 == 0 && aligned(k, ld_k) &&
+         aligned(v, ld_v);
 }
 
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,

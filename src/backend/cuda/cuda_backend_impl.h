@@ -166,7 +166,7 @@ class CudaBackend final : public Backend {
   void attention(int64_t layer, const TensorView& q, int64_t num_heads, int64_t sliding_window, float scale,
                  TensorView out) override;
   // Steps whose every row is its sequence's one new token (decode) on the tensor-core decode kernel
-  // (bf16 / fp16 cache, head_dim 64 / 128 / 256, full rotary dim): one kernel rotates q
+  // (bf16 / fp16 cache, head_dim 64 / 128 / 256, rotary dim a multiple of 16): one kernel rotates q
   // and k, writes the KV and attends (cuda::DecodeAttnArgs::Rope; tuning rope_fusion=off:
   // the two ops). Other steps: the two ops.
   void ropeAttention(int64_t layer, TensorView q, TensorView k, const TensorView& v, int64_t head_dim,

@@ -553,6 +553,7 @@ void CudaBackend::ropeAttention(int64_t layer, TensorView q, TensorView k, const
   a.rope.row_table = dev.row_table;
   a.rope.slots = dev.slots;
   a.rope.inv_freq = step_.host().rotary_dim > 0 ? dev.inv_freq : nullptr;  // null: the KV write alone
+  a.rope.half = static_cast<int32_t>(step_.host().rotary_dim / 2);
   a.rope.scaling = step_.host().rope_scaling;
   LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(kv_.primary(), g.dtype, kv_.layout(), a, stream_.get()));
 }

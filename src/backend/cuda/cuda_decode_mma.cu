@@ -86,7 +86,8 @@ struct Geometry {
 
 // kRope: RoPE and the row's KV write inside (DecodeAttnArgs::Rope): the cos / sin of the row's
 // angles go to shared memory before the wait (the step's upload, not an earlier kernel, holds the
-// positions); q is rotated as its fragments are built; where the row has a slot, the thread that
+// positions); q is rotated as its fragments are built (features [0, 2 a.rope.half) of each head,
+// the rest pass); where the row has a slot, the thread that
 // would gather the row's own key (k and v, 8 features of a head) from the pool rotates it from
 // a.rope.k instead and stores both in its tile and in the pool. (A row without a slot reads its
 // key from the pool, as attention after ropeWriteKv does.) Nothing else the kernel gathers comes
@@ -152,14 +153,17 @@ __global__ void __launch_bounds__(kThreads)
   };
 
   constexpr int kHalf = kHeadDim / 2;
-  __shared__ float rope_cs[kRope ? kHeadDim : 1];  // kRope: cos [0, kHalf), sin [kHalf, kHeadDim)
+  // kRope: cos [0, rot_half), sin [kHalf, kHalf + rot_half) of the row's angles.
+  __shared__ float rope_cs[kRope ? kHeadDim : 1];
   H* new_k = nullptr;  // kRope: where the row's own k and v go in the pool (null: not written)
   H* new_v = nullptr;
   const bool rotate = kRope && a.rope.inv_freq != nullptr;
+  // Features [0, 2 rot_half) of each head rotate (pairs i, i + rot_half), the rest pass unchanged.
+  const int rot_half = rotate ? a.rope.half : 0;
   if constexpr (kRope) {
     const int row = item.x;
-    if (rotate && tid < kHalf) {
-      const float* inv = a.rope.inv_freq + static_cast<int64_t>(a.rope.row_table[row]) * kHalf;
+    if (tid < rot_half) {
+      const float* inv = a.rope.inv_freq + static_cast<int64_t>(a.rope.row_table[row]) * rot_half;
       const float2 c = ropeCosSin(static_cast<float>(a.rope.positions[row]), inv[tid], a.rope.scaling);
       rope_cs[tid] = c.x;
       rope_cs[kHalf + tid] = c.y;
@@ -174,25 +178,32 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   // kRope: the row's own key and value, features [8c, 8c + 8) of head kvh, into the tile's shared
-  // rows (and the pool): k rotated with its partner features half a head away.
+  // rows (and the pool): k rotated with its partner features rot_half away (rot_half is a multiple
+  // of 8, so the 8 features rotate or pass together).
   auto putNewKey = [&](uint32_t k_dst, uint32_t v_dst, int c) {
     const int d0 = c * 8;
-    const int pair0 = d0 < kHalf ? d0 + kHalf : d0 - kHalf;
+    const bool turn = d0 < 2 * rot_half;
+    const int pair0 = !turn ? d0 : d0 < rot_half ? d0 + rot_half : d0 - rot_half;
     const float* k_row = a.rope.k + static_cast<int64_t>(item.x) * a.rope.ld_k + static_cast<int64_t>(kvh) * kHeadDim;
     const float* v_row = a.rope.v + static_cast<int64_t>(item.x) * a.rope.ld_v + static_cast<int64_t>(kvh) * kHeadDim;
     float4 x0, x1, p0, p1, v0, v1;
     load8(k_row + d0, x0, x1);
-    load8(k_row + pair0, p0, p1);
+    if (turn) {
+      load8(k_row + pair0, p0, p1);
+    } else {
+      p0 = x0;
+      p1 = x1;
+    }
     load8(v_row + d0, v0, v1);
     const float xs[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
     const float ps[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
     float y[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const int i = (d0 < kHalf ? d0 : pair0) + e;  // the pair's first feature
-      y[e] = !rotate      ? xs[e]
-             : d0 < kHalf ? ropeRotate(xs[e], ps[e], rope_cs[i], rope_cs[kHalf + i]).x
-                          : ropeRotate(ps[e], xs[e], rope_cs[i], rope_cs[kHalf + i]).y;
+      const int i = (d0 < rot_half ? d0 : pair0) + e;  // the pair's first feature
+      y[e] = !turn           ? xs[e]
+             : d0 < rot_half ? ropeRotate(xs[e], ps[e], rope_cs[i], rope_cs[kHalf + i]).x
+                             : ropeRotate(ps[e], xs[e], rope_cs[i], rope_cs[kHalf + i]).y;
     }
     const H* tag = nullptr;
     uint4 kq, vq;
@@ -292,26 +303,22 @@ __global__ void __launch_bounds__(kThreads)
     const bool ok = gq < rows;
     const float* q_row =
         a.q + static_cast<int64_t>(item.x) * a.ld_q + static_cast<int64_t>(head0 + gq) * kHeadDim;
+    // Feature i (kRope: rotated with its partner i +- rot_half, read from memory as well).
+    auto feature = [&](int i) {
+      if (!ok) return 0.0f;
+      const float x = q_row[i];
+      if (i >= 2 * rot_half) return x;
+      if (i < rot_half) return ropeRotate(x, q_row[i + rot_half], rope_cs[i], rope_cs[kHalf + i]).x;
+      const int p = i - rot_half;
+      return ropeRotate(q_row[p], x, rope_cs[p], rope_cs[kHalf + p]).y;
+    };
     float qv[kDimChunks][2][2];  // [chunk][half][pair]: features c * 16 + half * 8 + 2 tq (+1)
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) qv[c][half][e] = ok ? q_row[c * 16 + half * 8 + 2 * tq + e] : 0.0f;
-    if (rotate) {  // feature i's partner i + kHalf sits kDimChunks / 2 chunks on, in this thread
-#pragma unroll
-      for (int c = 0; c < kDimChunks / 2; ++c)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int i = c * 16 + half * 8 + 2 * tq + e;
-            const float2 y = ropeRotate(qv[c][half][e], qv[c + kDimChunks / 2][half][e], rope_cs[i], rope_cs[kHalf + i]);
-            qv[c][half][e] = y.x;
-            qv[c + kDimChunks / 2][half][e] = y.y;
-          }
-    }
+        for (int e = 0; e < 2; ++e) qv[c][half][e] = feature(c * 16 + half * 8 + 2 * tq + e);
 #pragma unroll
     for (int c = 0; c < kDimChunks; ++c) {
 #pragma unroll

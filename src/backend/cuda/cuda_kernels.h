@@ -172,7 +172,8 @@ struct DecodeAttnArgs {
   // unless this is false (cuda tuning mma_decode=off, for measurements).
   bool tensor_cores = true;
   // RoPE and the KV write inside the tensor-core kernel (ropeAttention; rope.k non-null): for steps
-  // whose every item is its sequence's one new row and a rotary dim equal to head_dim. Each CTA
+  // whose every item is its sequence's one new row and a rotary dim that is a multiple of 16 (the
+  // whole head or its first features, as GPT-J's 64 of 256 and Pythia's 32 of 128). Each CTA
   // rotates q as it reads it (q in memory stays as it was) and the CTA whose keys end at the row's
   // own key rotates that k, writes k and v into the pool at slots[row] (when >= 0) and puts them
   // into its shared tile itself: the same bits as ropeWriteKv followed by decodeAttention.
@@ -185,15 +186,16 @@ struct DecodeAttnArgs {
     const int32_t* positions = nullptr;
     const int32_t* row_table = nullptr;
     const int64_t* slots = nullptr;
-    const float* inv_freq = nullptr;  // [tables][head_dim / 2]
+    const float* inv_freq = nullptr;  // [tables][half]
+    int32_t half = 0;                 // rotary dim / 2: features [0, 2 half) rotate
     float scaling = 1.0f;
   } rope;
 };
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream);
 // Whether decodeAttention can take a step's RoPE and KV write (DecodeAttnArgs::rope): the tensor-core
-// kernel runs, the rotary dim is head_dim or 0 (no rotary embedding: the KV write alone, with
-// rope.inv_freq null) and k / v rows are 16-byte aligned float32.
+// kernel runs, the rotary dim is a multiple of 16 up to head_dim or 0 (no rotary embedding: the KV write
+// alone, with rope.inv_freq null) and k / v rows are 16-byte aligned float32.
 bool decodeRopeSupported(const KvLayout& g, int32_t num_heads, const void* pool, DType kv_dtype, int64_t rotary_dim,
                          const float* k, int64_t ld_k, const float* v, int64_t ld_v);
 // The tensor-core decode kernel (cuda_decode_mma.cu): bf16, fp16 or FP8 cache, head_dim 64, 128 or 256, any
