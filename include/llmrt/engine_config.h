@@ -100,6 +100,9 @@ struct CudaTuning {
   // 8-bit products' inputs quantized by the ops that write them (RMSNorm, SiLU·mul: one pass
   // fewer per product, the same bits), or by each product itself (off).
   bool fused_quantization = true;
+  // MLPs without a gate: the activation in the up product's epilogue where the matrix-vector
+  // kernel runs it (the same bits), or a kernel of its own (off).
+  bool act_fusion = true;
   int32_t split_waves = 2;         // decode attention key splits aim at this many CTAs per SM (1-16)
   // Tensor parallelism over GPUs: the custom all-reduce kernels (peer access) for messages up to
   // 8 MiB, NCCL beyond (on; LMI's use_custom_all_reduce), or NCCL for every all-reduce (off).

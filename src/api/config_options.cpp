@@ -165,7 +165,8 @@ constexpr std::string_view kChunking = "first_come_first_served|equal_progress";
 
 using E = EngineConfig;
 const Entry<E> kEngine[] = {
-    {{"model", "--model", "", OptionKind::kString, "DIR", "HF model directory (config.json, *.safetensors, tokenizer.json)"},
+    {{"model", "--model", "", OptionKind::kString, "DIR",
+      "HF model directory (config.json, *.safetensors, tokenizer.json)"},
      LLMRT_FIELD(E, model)},
     {{"backend", "--backend", "", OptionKind::kEnum, kBackends,
       "Compute backend (auto: cuda when built with it and a GPU is present, else cpu)"},
@@ -193,7 +194,8 @@ const Entry<E> kEngine[] = {
      LLMRT_FIELD(E, quantization_cache_dir)},
     {{"max_batch_size", "--max-batch-size", "", OptionKind::kInt, "N", "Sequences in flight at once"},
      LLMRT_FIELD(E, max_batch_size)},
-    {{"max_num_tokens", "--max-num-tokens", "", OptionKind::kInt, "N", "Tokens computed per step (prompts are chunked to fit)"},
+    {{"max_num_tokens", "--max-num-tokens", "", OptionKind::kInt, "N",
+      "Tokens computed per step (prompts are chunked to fit)"},
      LLMRT_FIELD(E, max_num_tokens)},
     {{"max_seq_len", "--max-seq-len", "", OptionKind::kInt, "N",
       "Prompt + generated tokens (0: the model's max_position_embeddings)"},
@@ -213,8 +215,8 @@ const Entry<E> kEngine[] = {
       "Which requests get KV blocks: never pause (guaranteed_no_evict), pack and pause (max_utilization), "
       "whole batches (static_batch)"},
      LLMRT_ENUM(E, scheduler_config.capacity_scheduler_policy, parseCapacitySchedulerPolicy, kPolicies)},
-    {{"scheduler_config.context_chunking_policy", "--context-chunking-policy", "", OptionKind::kEnum, kChunking,
-      "Order of prompt chunks within a step"},
+    {{"scheduler_config.context_chunking_policy", "--context-chunking-policy", "", OptionKind::kEnum,
+      kChunking, "Order of prompt chunks within a step"},
      LLMRT_ENUM(E, scheduler_config.context_chunking_policy, parseContextChunkingPolicy, kChunking)},
     {{"scheduler_config.enable_chunked_context", "--enable-chunked-context", "--disable-chunked-context",
       OptionKind::kBool, "", "Compute long prompts in chunks over several steps"},
@@ -226,18 +228,19 @@ const Entry<E> kEngine[] = {
       "Upper bound on the KV cache size in tokens (unset: from free memory on the GPU; on the CPU "
       "max(4 x max_seq_len, 32768))"},
      LLMRT_FIELD(E, kv_cache_config.max_tokens)},
-    {{"kv_cache_config.free_gpu_memory_fraction", "--kv-cache-free-gpu-memory-fraction", "", OptionKind::kFloat,
-      "FRACTION", "Share of the memory free after weights and activations that the KV cache takes, in (0, 1) "
+    {{"kv_cache_config.free_gpu_memory_fraction", "--kv-cache-free-gpu-memory-fraction", "",
+      OptionKind::kFloat, "FRACTION",
+      "Share of the memory free after weights and activations that the KV cache takes, in (0, 1) "
       "(unset: 0.9)"},
      LLMRT_FIELD(E, kv_cache_config.free_gpu_memory_fraction)},
     {{"kv_cache_config.host_cache_size", "--kv-cache-host-size", "", OptionKind::kInt, "BYTES",
       "Host memory for offloaded KV blocks (0: no offload)"},
      LLMRT_FIELD(E, kv_cache_config.host_cache_size)},
-    {{"kv_cache_config.enable_block_reuse", "--enable-block-reuse", "--disable-block-reuse", OptionKind::kBool, "",
-      "Keep computed blocks and reuse them for prompts with the same prefix"},
+    {{"kv_cache_config.enable_block_reuse", "--enable-block-reuse", "--disable-block-reuse",
+      OptionKind::kBool, "", "Keep computed blocks and reuse them for prompts with the same prefix"},
      LLMRT_FIELD(E, kv_cache_config.enable_block_reuse)},
-    {{"kv_cache_config.enable_partial_reuse", "--enable-partial-reuse", "--disable-partial-reuse", OptionKind::kBool,
-      "", "Copy the matching part of a partly matching cached block"},
+    {{"kv_cache_config.enable_partial_reuse", "--enable-partial-reuse", "--disable-partial-reuse",
+      OptionKind::kBool, "", "Copy the matching part of a partly matching cached block"},
      LLMRT_FIELD(E, kv_cache_config.enable_partial_reuse)},
     {{"kv_cache_config.onboard_blocks", "--onboard-blocks", "--no-onboard-blocks", OptionKind::kBool, "",
       "Copy reused host-pool blocks back to the primary pool (off: reuse stops at the first host block)"},
@@ -250,8 +253,8 @@ const Entry<E> kEngine[] = {
       "KV cache element type (auto: the compute dtype; fp8: E4M3 with per-layer K and V scales from the "
       "checkpoint, else 1)"},
      LLMRT_ENUM(E, kv_cache_config.dtype, parseKvCacheDtype, kKvDtypes)},
-    {{"kv_cache_config.secondary_offload_min_priority", "--kv-cache-offload-min-priority", "", OptionKind::kInt, "P",
-      "Evicted blocks of at least this retention priority go to the host cache"},
+    {{"kv_cache_config.secondary_offload_min_priority", "--kv-cache-offload-min-priority", "",
+      OptionKind::kInt, "P", "Evicted blocks of at least this retention priority go to the host cache"},
      LLMRT_FIELD(E, kv_cache_config.secondary_offload_min_priority)},
     {{"kv_cache_config.event_buffer_max_size", "--kv-cache-event-buffer-size", "", OptionKind::kInt, "N",
       "KV cache events kept for get_kv_cache_events (0: none)"},
@@ -260,8 +263,10 @@ const Entry<E> kEngine[] = {
       "Iteration stats kept (0: none)"},
      LLMRT_FIELD(E, iter_stats_max_iterations)},
     {{"cuda_tuning", "--cuda-tuning", "", OptionKind::kString, "KEY=VALUE,...",
-      "CUDA backend switches for measurements (graphs, gemv, flash, mma_decode, rope_fusion, half_activations, pdl, "
-      "sampling, compact_sampling, row_group_sampling, vector_ops, fused_quantization: on|off; gemv_rows, "
+      "CUDA backend switches for measurements (graphs, gemv, flash, mma_decode, rope_fusion, "
+      "half_activations, pdl, "
+      "sampling, compact_sampling, row_group_sampling, vector_ops, fused_quantization, act_fusion: on|off; "
+      "gemv_rows, "
       "norm_split_rows, fp8_gemv_rows: 0-8; "
       "split_waves: 1-16; profile: on|off)"},
      [](E& c, std::string_view v) { return parseCudaTuning(v, c.cuda_tuning); },

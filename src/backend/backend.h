@@ -313,6 +313,15 @@ class Backend {
                          TensorView out) = 0;
   // out = act(x) element-wise; x and out [n, i], F32 or the activation dtype (MLPs without a gate).
   virtual void activation(Activation act, const TensorView& x, TensorView out) = 0;
+  // out = act(x W^T (+ bias)): the product into `tmp` (scratch [n, out_features], F32 or the
+  // activation dtype), then activation() into out (this default). A backend applying the activation in the
+  // product's epilogue (the CUDA backend's matrix-vector kernel) leaves tmp unused; its out is the two ops'
+  // to the bit.
+  virtual void linearActivation(Activation act, const TensorView& x, const TensorView& weight,
+                                const TensorView* bias, TensorView tmp, TensorView out) {
+    linear(x, weight, bias, tmp);
+    activation(act, tmp, out);
+  }
   // gate_up [n, 2*i] = [gate | up] -> out [n, i] = act(gate) * up. siluMul is act = kSilu.
   virtual void gatedActivation(Activation act, const TensorView& gate_up, TensorView out) = 0;
   // x[i, :] += table[positions[i], :] at the step's positions (learned absolute positions, GPT-2);

@@ -34,6 +34,7 @@ constexpr Key kKeys[] = {
     {"norm_split_rows", nullptr, &CudaTuning::norm_split_rows, 0, 8},
     {"fp8_gemv_rows", nullptr, &CudaTuning::fp8_gemv_rows, 0, 8},
     {"fused_quantization", &CudaTuning::fused_quantization},
+    {"act_fusion", &CudaTuning::act_fusion},
     {"split_waves", nullptr, &CudaTuning::split_waves, 1, 16},
     {"custom_all_reduce", &CudaTuning::custom_all_reduce},
     {"tp1_collectives", &CudaTuning::tp1_collectives},

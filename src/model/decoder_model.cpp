@@ -571,8 +571,12 @@ void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int
   if (!L.moe) {
     const int64_t I = c.intermediate_size;
     TensorView up = buf(kUp, d.mlp_gated ? 2 * I : I), act = buf(kAct, I);
-    backend_.linear(h, L.up_w, optional(L.up_b), up);
-    mlpActivation(up, act);
+    if (!d.mlp_gated) {  // (the backend may apply the activation in the product)
+      backend_.linearActivation(d.activation, h, L.up_w, optional(L.up_b), up, act);
+    } else {
+      backend_.linear(h, L.up_w, optional(L.up_b), up);
+      mlpActivation(up, act);
+    }
     rowParallelAdd(act, L.down_w, L.down_b, x);
     return;
   }

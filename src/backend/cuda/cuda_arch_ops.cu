@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "backend/cuda/cuda_activation.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
@@ -27,19 +28,6 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 cudaError_t launched(cudaError_t e) { return e != cudaSuccess ? e : cudaGetLastError(); }
 int threadsFor(int64_t cols) { return cols >= 1024 ? 1024 : (cols >= 256 ? 256 : 128); }
 
-// transformers' ACT2FN functions in float32 (the CPU reference's formulas).
-template <Act A>
-__device__ __forceinline__ float activate(float x) {
-  if constexpr (A == Act::kSilu) {
-    return x / (1.0f + expf(-x));
-  } else if constexpr (A == Act::kGelu) {
-    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-  } else if constexpr (A == Act::kGeluTanh) {
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  } else {
-    return x > 0.0f ? x : 0.0f;
-  }
-}
 template <Act A>
 __device__ __forceinline__ float4 activate4(const float4& x) {
   return make_float4(activate<A>(x.x), activate<A>(x.y), activate<A>(x.z), activate<A>(x.w));

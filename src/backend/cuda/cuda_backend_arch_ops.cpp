@@ -62,6 +62,30 @@ void CudaBackend::activation(Activation act, const TensorView& x, TensorView out
                                        stream_.get()));
 }
 
+void CudaBackend::linearActivation(Activation act, const TensorView& x, const TensorView& w,
+                                   const TensorView* bias, TensorView tmp, TensorView out) {
+  if (failed()) return;
+  const int64_t m = viewRows(x), k = viewCols(x), n = w.shape[0];
+  const bool half_w = w.dtype == DType::kBF16 || w.dtype == DType::kF16;
+  const bool fuse = tuning().act_fusion && tuning().gemv && half_w && m >= 1 && m <= tuning().gemv_rows &&
+                    w.shape[1] == k && viewCols(out) == n && viewRows(out) == m && tmp.dtype == out.dtype &&
+                    (out.dtype == DType::kF32 || out.dtype == w.dtype) &&
+                    (x.dtype == DType::kF32 || x.dtype == w.dtype) &&
+                    cuda::gemvSupported(x.data, x.dtype, viewRowStride(x), m, k);
+  if (!fuse) {
+    Backend::linearActivation(act, x, w, bias, tmp, out);
+    return;
+  }
+  OpScope scope(this, [&] {
+    return strprintf("linear+%s gemv m=%lld n=%lld k=%lld", actName(act), static_cast<long long>(m),
+                     static_cast<long long>(n), static_cast<long long>(k));
+  });
+  if (!checkActivation("linear x", x) || !checkActivation("linear out", out)) return;
+  LLMRT_CUDA_OP_CHECK(cuda::gemv(x.data, x.dtype, viewRowStride(x), w.data, w.dtype, m, k, n,
+                                 bias != nullptr ? f32(*bias) : nullptr, out.data, out.dtype,
+                                 viewRowStride(out), false, stream_.get(), nullptr, nullptr, toCudaAct(act)));
+}
+
 void CudaBackend::gatedActivation(Activation act, const TensorView& gate_up, TensorView out) {
   if (failed()) return;
   OpScope scope(this, [&] { return std::string("gatedActivation ") + actName(act); });

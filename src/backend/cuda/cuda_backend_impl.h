@@ -148,6 +148,10 @@ class CudaBackend final : public Backend {
   void layerNorm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
                  TensorView out) override;
   void activation(Activation act, const TensorView& x, TensorView out) override;
+  // Products the matrix-vector kernel takes (16-bit weights, decode-sized steps, out of tmp's
+  // dtype F32 or the weights'): the activation in its epilogue (tuning act_fusion). Else the two ops.
+  void linearActivation(Activation act, const TensorView& x, const TensorView& weight, const TensorView* bias,
+                        TensorView tmp, TensorView out) override;
   void gatedActivation(Activation act, const TensorView& gate_up, TensorView out) override;
   void addPositionEmbedding(const TensorView& table, TensorView x) override;
   void add(const TensorView& y, TensorView residual) override;

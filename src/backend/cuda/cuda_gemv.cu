@@ -1,12 +1,11 @@
 // Matrix-vector products for decode: out[m, n] = x[m, k] W[n, k]^T (+ bias) with W in
-// bf16 or fp16 and at most kGemvMaxRows rows of x (float32 or W's type; out float32 or W's type). Batch-1 decode is bound by
-// reading W once, so the kernel is built around that stream (the backend routes products of up to 2
-// rows here by default: from 3 rows on cuBLAS's tensor cores win; CudaTuning::gemv_rows): each warp owns R
-// consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512
-// contiguous bytes per warp and row), U chunks in flight per row (4 for m <= 2); x (a few KiB,
-// shared by every warp) is read with 16-byte loads through L1. The dot products accumulate in
-// float32 and are reduced across the warp at the end, bias added in the same pass.
-// No conversion of x to bf16, no workspace: one launch per product.
+// bf16 or fp16 and at most kGemvMaxRows rows of x (float32 or W's type; out float32 or W's type). Batch-1
+// decode is bound by reading W once, so the kernel is built around that stream (the backend routes products
+// of up to 2 rows here by default: from 3 rows on cuBLAS's tensor cores win; CudaTuning::gemv_rows): each
+// warp owns R consecutive rows of W and walks them with 16-byte loads (8 bf16 per lane, 512 contiguous bytes
+// per warp and row), U chunks in flight per row (4 for m <= 2); x (a few KiB, shared by every warp) is read
+// with 16-byte loads through L1. The dot products accumulate in float32 and are reduced across the warp at
+// the end, bias added in the same pass. No conversion of x to bf16, no workspace: one launch per product.
 //
 // The RMSNorm between a residual product and the next product (o -> gate|up, down -> q/k/v) can
 // be split over the two, so no norm kernel sits between them on the critical path: the residual
@@ -15,12 +14,19 @@
 // product (GemvNormIn) adds the groups' sums in rmsNorm()'s order (its first warp per block, into
 // shared memory), then reads those rows as its x, scaling and rounding each entry as rmsNorm()
 // stores it: the same bits as the norm kernel and the plain product.
+//
+// An MLP activation after a product (MLPs without a gate: GPT-2, GPT-J, NeoX, Falcon) can run in
+// its epilogue (`act`): each output is rounded to out's type as the product stores it, then the
+// activation kernel's function (cuda_activation.h) is applied and the result stored: the bits of
+// the product followed by the activation kernel, one launch and one round trip fewer.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <optional>
 #include <type_traits>
 
+#include "backend/cuda/cuda_activation.h"
 #include "backend/cuda/cuda_kernels.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
@@ -79,12 +85,14 @@ __device__ __forceinline__ void rowsInvRms(const GemvNormIn& norm_in, int64_t k,
 // W: the weights' type (__nv_bfloat16 or __half); TX: x's type, float or W; out float or W (out_half).
 // NORM_IN: x holds the rows g * residual rounded to TX (norm_in), each entry scaled by the row's
 // 1 / rms and rounded to TX again (float: not rounded) before use; NORM_OUT: out is the float32
-// residual (accumulate) and the rows' norm inputs go to norm_out.
+// residual (accumulate) and the rows' norm inputs go to norm_out. act >= 0: the activation
+// (Act) of each output rounded to out's type (not with accumulate or NORM_OUT).
 template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
-__device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x, const W* __restrict__ w, int64_t k,
-                                         int64_t n, const float* __restrict__ bias, void* __restrict__ out,
-                                         bool out_half, int64_t ld_out, bool accumulate, int prefetch,
-                                         const GemvNormIn& norm_in, const GemvNormOut& norm_out) {
+__device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x, const W* __restrict__ w,
+                                         int64_t k, int64_t n, const float* __restrict__ bias,
+                                         void* __restrict__ out, bool out_half, int64_t ld_out,
+                                         bool accumulate, int prefetch, const GemvNormIn& norm_in,
+                                         const GemvNormOut& norm_out, int act) {
   const int lane = threadIdx.x % 32;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
   const uint4* rows[R];
@@ -186,7 +194,9 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
       if (lane == (m * R + r) % 32) {
         float sq = 0.0f;
         if (n0 + r < n) {
-          const float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
+          float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
+          if (act >= 0)
+            v = activate(static_cast<Act>(act), out_half ? roundAs(v, static_cast<const W*>(nullptr)) : v);
           if (out_half) {
             storeFloat(static_cast<W*>(out) + m * ld_out + n0 + r, v);
           } else {
@@ -224,11 +234,12 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
   }
 }
 
-#define LLMRT_GEMV_PARAMS                                                                                     \
-  const TX *__restrict__ x, int64_t ld_x, const W *__restrict__ w, int64_t k, int64_t n,                       \
-      const float *__restrict__ bias, void *__restrict__ out, bool out_half, int64_t ld_out, bool accumulate, \
-      int prefetch, GemvNormIn norm_in, GemvNormOut norm_out
-#define LLMRT_GEMV_ARGS x, ld_x, w, k, n, bias, out, out_half, ld_out, accumulate, prefetch, norm_in, norm_out
+#define LLMRT_GEMV_PARAMS                                                                    \
+  const TX *__restrict__ x, int64_t ld_x, const W *__restrict__ w, int64_t k, int64_t n,     \
+      const float *__restrict__ bias, void *__restrict__ out, bool out_half, int64_t ld_out, \
+      bool accumulate, int prefetch, GemvNormIn norm_in, GemvNormOut norm_out, int act
+#define LLMRT_GEMV_ARGS \
+  x, ld_x, w, k, n, bias, out, out_half, ld_out, accumulate, prefetch, norm_in, norm_out, act
 template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __global__ void __launch_bounds__(kWarps * 32) gemvKernel(LLMRT_GEMV_PARAMS) {
   gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
@@ -251,7 +262,7 @@ constexpr int rowsPerWarp(int64_t m, int64_t n) { return m <= 2 ? (n <= 16384 ? 
 template <int M, int R, typename W, int U = (M <= 2 ? 4 : 2)>
 cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t k, int64_t n,
                    const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                   const GemvNormIn* norm_in, const GemvNormOut* norm_out, cudaStream_t stream) {
+                   const GemvNormIn* norm_in, const GemvNormOut* norm_out, int act, cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
   const auto* wb = static_cast<const W*>(w);
@@ -267,12 +278,12 @@ cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, in
     constexpr bool kIn = decltype(norm_in_tag)::value, kOut = decltype(norm_out_tag)::value;
     if constexpr (kIn && R == 1)
       return launchPdl(gemvKernelBounded<M, R, U, W, TX, kIn, kOut>, blocks, kWarps * 32, 0, stream,
-                       static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch,
-                       in, no);
+                       static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate,
+                       prefetch, in, no, act);
     else
       return launchPdl(gemvKernel<M, R, U, W, TX, kIn, kOut>, blocks, kWarps * 32, 0, stream,
-                       static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate, prefetch,
-                       in, no);
+                       static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate,
+                       prefetch, in, no, act);
   };
   auto withX = [&](auto tx_tag) {
     if (norm_in) return go(tx_tag, std::true_type{}, std::false_type{});
@@ -283,12 +294,14 @@ cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, in
 }
 
 template <typename W>
-cudaError_t launchFor(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k, int64_t n,
-                      const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                      const GemvNormIn* norm_in, const GemvNormOut* norm_out, cudaStream_t stream) {
+cudaError_t launchFor(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k,
+                      int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                      bool accumulate, const GemvNormIn* norm_in, const GemvNormOut* norm_out, int act,
+                      cudaStream_t stream) {
   const bool wide = rowsPerWarp(m, n) == 2;
-#define LLMRT_GEMV_LAUNCH(M, R) \
-  launch<M, R, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, norm_in, norm_out, stream)
+#define LLMRT_GEMV_LAUNCH(M, R)                                                                           \
+  launch<M, R, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, norm_in, norm_out, \
+                  act, stream)
   switch (m) {
     case 1: return wide ? LLMRT_GEMV_LAUNCH(1, 2) : LLMRT_GEMV_LAUNCH(1, 1);
     case 2: return wide ? LLMRT_GEMV_LAUNCH(2, 2) : LLMRT_GEMV_LAUNCH(2, 1);
@@ -311,20 +324,21 @@ bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_
          reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
-cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
-                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                 cudaStream_t stream, const GemvNormIn* norm_in, const GemvNormOut* norm_out) {
+cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m,
+                 int64_t k, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                 bool accumulate, cudaStream_t stream, const GemvNormIn* norm_in, const GemvNormOut* norm_out,
+                 std::optional<Act> act) {
   if (n == 0) return cudaSuccess;
   if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
       (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype) ||
       (accumulate && out_dtype != DType::kF32) || (norm_in && norm_out) ||
-      (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
+      (act && (accumulate || norm_out)) || (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
       (norm_out && (out_dtype != DType::kF32 || norm_out->g == nullptr || norm_out->normed == nullptr ||
                     norm_out->sums == nullptr)))
     return cudaErrorInvalidValue;
   return withHalfType(w_dtype, [&](auto tag) {
-    return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias, out, out_dtype, ld_out, accumulate, norm_in,
-                                    norm_out, stream);
+    return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias, out, out_dtype, ld_out, accumulate,
+                                    norm_in, norm_out, act ? static_cast<int>(*act) : -1, stream);
   });
 }
 

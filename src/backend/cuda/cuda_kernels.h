@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 
 #include "backend/row_sampling.h"
 #include "core/dtype.h"
@@ -306,7 +307,9 @@ size_t sampleCompactBytes(int64_t rows);
 // out[m, n] = x[m, k] W[n, k]^T (+ bias[n]) (with `accumulate`: out += that, out F32) for W in BF16 or
 // F16 (w_dtype) and m <= kGemvMaxRows: a
 // bandwidth-bound matrix-vector kernel reading x (F32 or w_dtype) directly; out F32 or w_dtype. Requires
-// k % 8 == 0 and 16-byte aligned rows of x; gemvSupported says whether a call qualifies.
+// k % 8 == 0 and 16-byte aligned rows of x; gemvSupported says whether a call qualifies. `act`
+// (not with accumulate or norm_out): out = act(each output rounded to out's type), the bits of the
+// product followed by activation().
 //
 // An RMSNorm between two such products can be split over them (no kernel of its own), with the
 // same bits as the three kernels (linearAdd, rmsNorm, the next product) give:
@@ -336,9 +339,10 @@ struct GemvNormOut {
 };
 constexpr int64_t kGemvMaxRows = 8;
 bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k);
-cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m, int64_t k,
-                 int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                 cudaStream_t stream, const GemvNormIn* norm_in = nullptr, const GemvNormOut* norm_out = nullptr);
+cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m,
+                 int64_t k, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
+                 bool accumulate, cudaStream_t stream, const GemvNormIn* norm_in = nullptr,
+                 const GemvNormOut* norm_out = nullptr, std::optional<Act> act = std::nullopt);
 
 // 8-bit (W8A8) products (cuda_fp8.cu), `codes` F8_E4M3 or I8. w8a8QuantizeRows: each row of x
 // (F32, BF16 or F16, row stride ld_x) quantized by core/fp8.h's or core/int8.h's rule into q [m, k]
