@@ -16,6 +16,8 @@ expect 2 "--model" -- "$bin" latency --input-len 4
 expect 2 "bogus" -- "$bin" latency "${common[@]}" --bogus
 expect 2 "--input-len has value 0; expected an integer in \[1, " -- "$bin" latency "${common[@]}" --input-len 0
 expect 2 "--output-len has value 1; expected an integer in \[2, " -- "$bin" latency "${common[@]}" --output-len 1
+expect 2 "--cached-prefix needs --warmup >= 1" -- "$bin" latency "${common[@]}" --cached-prefix --warmup 0
+expect 2 "--cached-prefix needs block reuse, which llmrt-bench turns off by default: add --enable-block-reuse" -- "$bin" latency "${common[@]}" --cached-prefix
 expect 2 "--iters has value 0" -- "$bin" prefill "${common[@]}" --iters 0
 expect 2 "--num-requests has value -3" -- "$bin" throughput "${common[@]}" --num-requests -3
 # Engine flags: the option table's parsers, then EngineConfig::validate (the messages of the API).
@@ -44,6 +46,8 @@ run() {
   pass=$((pass + 1))
 }
 run latency latency "${common[@]}" --input-len 16 --output-len 8 --warmup 1 --iters 3
+run cached latency "${common[@]}" --input-len 100 --output-len 4 --warmup 1 --iters 2 --cached-prefix \
+  --enable-block-reuse
 run prefill prefill "${common[@]}" --input-len 16 --warmup 1 --iters 3
 run throughput throughput "${common[@]}" --num-requests 4 --input-len 16 --output-len 8 --max-batch-size 2
 
@@ -126,6 +130,18 @@ if not r["itl_ms_p50"] <= r["itl_ms_p90"] <= r["itl_ms_p99"]:
     errors.append("latency: ITL percentiles not ordered")
 if r["engine_stats"]["generated_tokens"] != 3 * 8:
     errors.append(f"latency: {r['engine_stats']['generated_tokens']} tokens generated, expected 24")
+if lat["config"].get("cached_prefix") is not False or r["engine_stats"]["kv_reused_blocks"] != 0:
+    errors.append("latency: fresh prompts reused blocks or cached_prefix is not false")
+cached = load("cached")
+r = cached["results"]
+if cached["config"].get("cached_prefix") is not True:
+    errors.append("cached: config.cached_prefix is not true")
+# Both measured runs find the warm-up's prompt cached (every whole block but the last token's).
+if not r["engine_stats"]["kv_reused_blocks"] >= 2:
+    errors.append(f"cached: {r['engine_stats']['kv_reused_blocks']} blocks reused, expected >= 2")
+positive("cached", r, ["ttft_over_itl"])
+if abs(r["ttft_over_itl"] - r["ttft_ms_mean"] / r["decode_ms_per_token"]) > 1e-9 * r["ttft_over_itl"]:
+    errors.append("cached: ttft_over_itl != ttft_ms_mean / decode_ms_per_token")
 
 r = pre["results"]
 positive("prefill", r, ["prefill_ms_mean", "prefill_ms_min", "prefill_tokens_per_s", "model_flops",

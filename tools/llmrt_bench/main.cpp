@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
   lat->add_option("--output-len", lf.output_len, "Generated tokens, >= 2 (default 128)");
   lat->add_option("--warmup", lf.warmup, "Unmeasured runs first (default 2)");
   lat->add_option("--iters", lf.iters, "Measured runs (default 5)");
+  lat->add_flag("--cached-prefix", lf.cached_prefix,
+                "Send one prompt every run: after the first its blocks are reused, so TTFT is that of a "
+                "fully cached prefix (needs --warmup >= 1 and --enable-block-reuse)");
 
   auto* pre =
       app.add_subcommand("prefill", "Batch-1 prompt processing: time to first token, tokens/s, FLOP/s");

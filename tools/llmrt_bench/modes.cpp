@@ -71,10 +71,14 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
   if (auto e = checkRange("--output-len", f.output_len, 2, kMaxLen)) return fail(*e, kExitUsage);
   if (auto e = checkRange("--warmup", f.warmup, 0, 1000)) return fail(*e, kExitUsage);
   if (auto e = checkRange("--iters", f.iters, 1, 100000)) return fail(*e, kExitUsage);
+  if (f.cached_prefix && f.warmup < 1)
+    return fail("--cached-prefix needs --warmup >= 1 (the run that caches the prompt)", kExitUsage);
   auto opened = openEngine(ef);
   if (auto* code = std::get_if<int>(&opened)) return *code;
   Engine& eng = std::get<Engine>(opened);
   LLM& llm = *eng.llm;
+  if (f.cached_prefix && !llm.executor().config().kv_cache_config.enable_block_reuse)
+    return fail("--cached-prefix needs block reuse, which llmrt-bench turns off by default: add --enable-block-reuse", kExitUsage);
   const ModelConfig& m = llm.modelConfig();
   if (auto e = checkSeqLen(llm, f.input_len, f.output_len)) return fail(*e, kExitUsage);
 
@@ -85,7 +89,7 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
   LlmStats before = llm.stats();
   for (int64_t it = 0; it < f.warmup + f.iters; ++it) {
     if (it == f.warmup) before = llm.stats();
-    auto run = runTimed(llm, {prompts[static_cast<size_t>(it)]}, sp);
+    auto run = runTimed(llm, {prompts[f.cached_prefix ? 0 : static_cast<size_t>(it)]}, sp);
     if (!run.isOk()) return fail(run.status().message());
     if (it < f.warmup) continue;
     const auto& times = run->token_times[0];
@@ -104,11 +108,13 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
                    {"output_len", f.output_len},
                    {"warmup", f.warmup},
                    {"iters", f.iters},
+                   {"cached_prefix", f.cached_prefix},
                    {"batch_size", 1}});
   j["results"] = {{"load_s", eng.load_s},
                   {"ttft_ms_mean", mean(ttft)},
                   {"ttft_ms_p50", percentile(ttft, 50)},
                   {"ttft_ms_min", minOf(ttft)},
+                  {"ttft_over_itl", ms_per_token > 0 ? mean(ttft) / ms_per_token : 0.0},
                   {"decode_ms_per_token", ms_per_token},
                   {"decode_tokens_per_s", ms_per_token > 0 ? 1000.0 / ms_per_token : 0.0},
                   {"itl_ms_p50", percentile(itl, 50)},

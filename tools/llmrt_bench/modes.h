@@ -16,6 +16,9 @@ struct LatencyFlags {
   int64_t output_len = 128;
   int64_t warmup = 2;
   int64_t iters = 5;
+  // Every run sends the same prompt, so from the second on its blocks are cached (block reuse):
+  // TTFT is then that of a fully cached prefix.
+  bool cached_prefix = false;
 };
 
 struct PrefillFlags {
