@@ -353,6 +353,16 @@ TEST_P(ArchOps, LinearActivationIsLinearThenActivation) {
           cpu_->linearActivation(act, xc, wc, bias ? &bc : nullptr, tc, oc);
           gpu_->linearActivation(act, xg, wg, bias ? &bg : nullptr, tg, og);
           const std::vector<float> fused = get(*gpu_, og);
+          // The fused kernel leaves tmp as put() filled it (NaN); the two ops write it.
+          const CudaTuning& t = GetParam().tuning;
+          const DType ad = gpu_->activationDtype();
+          const bool expect_fused = weights() != DType::kF32 && t.gemv && t.act_fusion && m <= t.gemv_rows &&
+                                    (ad == DType::kF32 || ad == weights()) &&
+                                    (od == DType::kF32 || od == weights());
+          const std::vector<float> tmp = get(*gpu_, tg);
+          const size_t untouched = static_cast<size_t>(std::count_if(
+              tmp.begin(), tmp.end(), [](float v) { return std::isnan(v); }));
+          EXPECT_EQ(untouched, expect_fused ? tmp.size() : 0) << what << (expect_fused ? ": not fused" : ": fused");
           auto [t2c, t2g] = put(3, m, n, {}, od);
           auto [o2c, o2g] = put(4, m, n, {}, od);
           gpu_->linear(xg, wg, bias ? &bg : nullptr, t2g);
@@ -673,12 +683,14 @@ INSTANTIATE_TEST_SUITE_P(Modes, ArchOps,
                            return std::string(i.param.name);
                          });
 // The other attention kernels on a 16-bit cache: context rows on the decode kernels (flash off),
-// decode rows on the CUDA-core kernel (mma_decode off), RoPE beside the fused kernel (rope_fusion off).
+// decode rows on the CUDA-core kernel (mma_decode off), RoPE beside the fused kernel (rope_fusion off),
+// and ungated MLP products followed by the activation kernel (act_fusion off).
 INSTANTIATE_TEST_SUITE_P(
     Tuned, ArchOps,
     ::testing::Values(tunedBf16("bf16_no_flash", [](CudaTuning& t) { t.flash = false; }),
                       tunedBf16("bf16_no_mma_decode", [](CudaTuning& t) { t.mma_decode = false; }),
-                      tunedBf16("bf16_no_rope_fusion", [](CudaTuning& t) { t.rope_fusion = false; })),
+                      tunedBf16("bf16_no_rope_fusion", [](CudaTuning& t) { t.rope_fusion = false; }),
+                      tunedBf16("bf16_no_act_fusion", [](CudaTuning& t) { t.act_fusion = false; })),
     [](const ::testing::TestParamInfo<ArchMode>& i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -520,6 +520,7 @@ cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q,
                            static_cast<size_t>(kv_.geometry().head_dim + 2) * sizeof(float);
   while (a.splits > 1 && per_split * static_cast<size_t>(a.splits) > partial_.bytes()) a.splits /= 2;
   a.partial = static_cast<float*>(partial_.get());
+  a.partial_bytes = partial_.bytes();
   a.tensor_cores = tuning().mma_decode;
   a.k_scale = kv_.scale(layer, 0);
   a.v_scale = kv_.scale(layer, 1);
@@ -541,9 +542,10 @@ void CudaBackend::ropeAttention(int64_t layer, TensorView q, TensorView k, const
     attention(layer, q, num_heads, sliding_window, scale, out);
     return;
   }
-  OpScope scope(this, [&] { return strprintf("ropeAttention items=%d splits=%d", dev.num_items, dev.splits); });
+  const cuda::DecodeAttnArgs base = decodeArgs(layer, q, num_heads, sliding_window, scale, out);
+  OpScope scope(this, [&] { return strprintf("ropeAttention items=%d splits=%d", dev.num_items, base.splits); });
   if (!checkAttention(q, num_heads, sliding_window, out)) return;
-  cuda::DecodeAttnArgs a = decodeArgs(layer, q, num_heads, sliding_window, scale, out);
+  cuda::DecodeAttnArgs a = base;
   a.rope.k = f32(k);
   a.rope.ld_k = ld(k);
   a.rope.v = f32(v);
@@ -563,14 +565,13 @@ void CudaBackend::attention(int64_t layer, const TensorView& q, int64_t num_head
   if (failed()) return;
   const DeviceStep& dev = step_.dev();
   const DType kv_dtype = kv_.geometry().dtype;
+  const cuda::DecodeAttnArgs decode = decodeArgs(layer, q, num_heads, sliding_window, scale, out);
   OpScope scope(this, [&] {
-    return strprintf("attention items=%d tiles=%d splits=%d", dev.num_items, dev.num_tiles, dev.splits);
+    return strprintf("attention items=%d tiles=%d splits=%d", dev.num_items, dev.num_tiles, decode.splits);
   });
   if (!checkAttention(q, num_heads, sliding_window, out)) return;
   if (dev.num_items > 0)
-    LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(kv_.primary(), kv_dtype, kv_.layout(),
-                                              decodeArgs(layer, q, num_heads, sliding_window, scale, out),
-                                              stream_.get()));
+    LLMRT_CUDA_OP_CHECK(cuda::decodeAttention(kv_.primary(), kv_dtype, kv_.layout(), decode, stream_.get()));
   if (dev.num_tiles > 0) {
     if (!cuda::flashAttentionSupported(kv_.layout(), static_cast<int32_t>(num_heads))) {
       fail(unimplemented("attention: the context kernel does not support " + std::to_string(num_heads) + " heads"));

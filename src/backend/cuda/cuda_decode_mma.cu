@@ -505,15 +505,15 @@ cudaError_t launchOne(const void* pool, const KvLayout& g, const DecodeAttnArgs&
 }  // namespace
 
 bool decodeMmaSupported(const KvLayout& g, int32_t num_heads, const void* pool) {
-  // head_dim 64, 128 or 256, power-of-two blocks, 16-byte rows, whole groups, and a grid of at most
-  // 65535 (kv head, chunk) pairs.
+  // head_dim 64, 128 or 256, power-of-two blocks, 16-byte rows, whole groups, and grids of at most
+  // 65535 heads and 65535 (kv head, chunk) pairs.
   const int64_t tpb = g.tokens_per_block;
   if (!(g.head_dim == 64 || g.head_dim == 128 || g.head_dim == 256) || tpb < 1 || tpb > (int64_t{1} << 30) ||
       (tpb & (tpb - 1)) != 0 || g.num_kv_heads < 1 || num_heads < 1 || num_heads % g.num_kv_heads != 0 ||
       g.elems_per_block <= 0 || g.elems_per_block % 8 != 0 || reinterpret_cast<uintptr_t>(pool) % 16 != 0)
     return false;
   const int64_t group = num_heads / g.num_kv_heads;
-  return g.num_kv_heads * ((group + kRows - 1) / kRows) <= 65535;
+  return num_heads <= 65535 && g.num_kv_heads * ((group + kRows - 1) / kRows) <= 65535;
 }
 
 cudaError_t initDecodeMmaKernels() {

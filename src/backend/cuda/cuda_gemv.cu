@@ -86,7 +86,8 @@ __device__ __forceinline__ void rowsInvRms(const GemvNormIn& norm_in, int64_t k,
 // NORM_IN: x holds the rows g * residual rounded to TX (norm_in), each entry scaled by the row's
 // 1 / rms and rounded to TX again (float: not rounded) before use; NORM_OUT: out is the float32
 // residual (accumulate) and the rows' norm inputs go to norm_out. act >= 0: the activation
-// (Act) of each output rounded to out's type (not with accumulate or NORM_OUT).
+// (Act) of each output rounded to out's type (plain products only: not with accumulate, NORM_IN
+// or NORM_OUT, whose kernels are compiled without it).
 template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x, const W* __restrict__ w,
                                          int64_t k, int64_t n, const float* __restrict__ bias,
@@ -195,8 +196,9 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
         float sq = 0.0f;
         if (n0 + r < n) {
           float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
-          if (act >= 0)
-            v = activate(static_cast<Act>(act), out_half ? roundAs(v, static_cast<const W*>(nullptr)) : v);
+          if constexpr (!NORM_IN && !NORM_OUT)  // the norm variants leave the activation code out
+            if (act >= 0)
+              v = activate(static_cast<Act>(act), out_half ? roundAs(v, static_cast<const W*>(nullptr)) : v);
           if (out_half) {
             storeFloat(static_cast<W*>(out) + m * ld_out + n0 + r, v);
           } else {
@@ -332,7 +334,7 @@ cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DTyp
   if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
       (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype) ||
       (accumulate && out_dtype != DType::kF32) || (norm_in && norm_out) ||
-      (act && (accumulate || norm_out)) || (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
+      (act && (accumulate || norm_in || norm_out)) || (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
       (norm_out && (out_dtype != DType::kF32 || norm_out->g == nullptr || norm_out->normed == nullptr ||
                     norm_out->sums == nullptr)))
     return cudaErrorInvalidValue;

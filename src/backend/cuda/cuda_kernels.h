@@ -164,7 +164,8 @@ struct DecodeAttnArgs {
   const int2* items;  // (packed row, sequence index)
   int32_t num_items;
   int32_t splits;  // 1..1024
-  float* partial;
+  float* partial;  // splits > 1: num_items x num_heads x splits x (head_dim + 2) floats
+  size_t partial_bytes = 0;  // partial's size: a step whose split states do not fit is refused
   AttnExtras extras;  // soft-capping and ALiBi (none by default)
   // An FP8 cache: its layer's K and V scales (K's with the score scale, V's on the output); else 1.
   float k_scale = 1.0f;
