@@ -9,7 +9,8 @@
 #
 # Steps: make the random 8B checkpoint (scripts/bench/make_random_llama.py, numpy only),
 # gpu_reference.py (copy bandwidth, GEMM rate, HF transformers), then llmrt-bench:
-# latency 128/128, latency 2048/128, prefill 2048, throughput 512 x 128/128 and
+# latency 128/128, latency 2048/128, latency 2048/32 with the prompt cached (--cached-prefix),
+# prefill 2048, throughput 512 x 128/128 and
 # 256 x 1000/1000. Every step runs under `timeout`, and the whole script keeps to
 # DEADLINE_S so the summary is printed before a 600 s device call ends.
 #
@@ -161,6 +162,8 @@ if ! "$bin" --version >"$out/version.txt" 2>&1; then
 else
   bench latency_128_128 "${T_LAT:-120}" latency --input-len 128 --output-len 128 --warmup 2 --iters 5
   bench latency_2048_128 "${T_LAT:-120}" latency --input-len 2048 --output-len 128 --warmup 2 --iters 5
+  bench latency_2048_32_cached "${T_LAT:-120}" latency --input-len 2048 --output-len 32 --warmup 1 --iters 5 \
+    --cached-prefix --enable-block-reuse
   bench prefill_2048 "${T_PRE:-90}" prefill --input-len 2048 --warmup 1 --iters 5
   bench throughput_512x128x128 "${T_TP:-180}" throughput --num-requests 512 --input-len 128 --output-len 128 \
     --max-batch-size "$tp_batch" --max-num-tokens "$tp_tokens"
