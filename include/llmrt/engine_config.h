@@ -97,6 +97,10 @@ struct CudaTuning {
   // FP8 products (quantization fp8) of up to this many rows take the tensor-core matrix-vector
   // kernel, larger ones cuBLASLt's FP8 GEMM (0-8).
   int32_t fp8_gemv_rows = 8;
+  // Of those, products of up to this many rows (0-2) take the row-per-warp variant (each warp
+  // one weight row, read in 512-byte runs as the 16-bit kernel reads its rows) instead of the
+  // 16-rows-per-block kernel. 0 until measured against it on a GPU.
+  int32_t fp8_row_gemv_rows = 0;
   // 8-bit products' inputs quantized by the ops that write them (RMSNorm, SiLU·mul: one pass
   // fewer per product, the same bits), or by each product itself (off).
   bool fused_quantization = true;

@@ -15,7 +15,8 @@
 # throughput 64 x 128/128 (--max-batch-size 64) and 512 x 128/128 (--max-batch-size 512
 # --max-num-tokens 8192). Environment: BENCH_FLAGS (appended to every llmrt-bench command);
 # PEER_FLAGS (when set, each latency run again with these flags appended, as latency_128_128_peer:
-# e.g. "--cuda-tuning mma_decode=off" for the kernel a change replaced).
+# e.g. "--cuda-tuning mma_decode=off" for the kernel a change replaced); PROFILE=1 (also a per-op
+# GPU time table: latency 128/32 with --cuda-tuning profile=on, in <preset>_profile_decode.log).
 min_args=3 usage="BUILD_DIR OUT_DIR PRESET..." source "$(dirname "$0")/device_args.sh"
 shift 2
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -63,6 +64,10 @@ for preset in "$@"; do
   if [[ -n ${PEER_FLAGS:-} ]]; then
     read -r -a peer <<<"$PEER_FLAGS"
     bench "$preset" latency_128_128_peer latency --input-len 128 --output-len 128 --warmup 2 --iters 5 "${peer[@]}"
+  fi
+  if [[ ${PROFILE:-0} == 1 ]]; then
+    bench "$preset" profile_decode latency --input-len 128 --output-len 32 --warmup 0 --iters 1 \
+      --cuda-tuning profile=on
   fi
   if [[ $preset == mixtral-* ]]; then
     bench "$preset" throughput_64x128 throughput --num-requests 64 --max-batch-size 64 --input-len 128 \

@@ -33,6 +33,7 @@ constexpr Key kKeys[] = {
     {"gemv_rows", nullptr, &CudaTuning::gemv_rows, 0, 8},
     {"norm_split_rows", nullptr, &CudaTuning::norm_split_rows, 0, 8},
     {"fp8_gemv_rows", nullptr, &CudaTuning::fp8_gemv_rows, 0, 8},
+    {"fp8_row_gemv_rows", nullptr, &CudaTuning::fp8_row_gemv_rows, 0, 2},
     {"fused_quantization", &CudaTuning::fused_quantization},
     {"act_fusion", &CudaTuning::act_fusion},
     {"split_waves", nullptr, &CudaTuning::split_waves, 1, 16},

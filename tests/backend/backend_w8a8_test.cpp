@@ -6,7 +6,8 @@
 //   matrix-vector kernel's MMAs, cuBLASLt's int8 GEMM), and both scale the sums with the same
 //   float32 operations.
 // Decode-sized products take the tensor-core matrix-vector kernel (k % 64 == 0, m <= fp8_gemv_rows),
-// the rest cuBLASLt's 8-bit GEMM; the "cublaslt" mode sends every product to cuBLASLt.
+// the rest cuBLASLt's 8-bit GEMM; the "cublaslt" mode sends every product to cuBLASLt, the
+// "row_gemv" modes products of 1-2 rows to the row-per-warp matrix-vector kernel.
 #include <functional>
 
 #include "backend_ops_fixture.h"
@@ -78,11 +79,12 @@ void BackendW8a8::linearAndLinearAdd(DType codes) {
   const std::string kind = codes == DType::kI8 ? "int8 " : "fp8 ";
   // k 1008: a multiple of 16, not of 64 (cuBLASLt even at one row); n 5 / 33 / 1001: partial
   // 16-row blocks; m 1-8: the matrix-vector kernel; m 9, 64, 300: cuBLASLt; 2048 x 20000: sums in
-  // bands of rows (kW8a8SumsBytes: 838 rows here).
+  // bands of rows (kW8a8SumsBytes: 838 rows here); 2 x 4160 and 1 x 14336: whole steps of the
+  // row-per-warp kernel and a partial last one.
   for (const Case& c : {Case{1, 64, 5, false}, Case{1, 4096, 1001, true}, Case{2, 256, 512, false},
                         Case{3, 1024, 33, true}, Case{8, 2048, 64, true}, Case{9, 512, 130, false},
                         Case{1, 1008, 48, true}, Case{64, 4096, 96, false}, Case{300, 512, 200, true},
-                        Case{2048, 64, 20000, true}}) {
+                        Case{2048, 64, 20000, true}, Case{2, 4160, 77, true}, Case{1, 14336, 40, false}}) {
     const std::string what = kind + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_, 3.0f);
     roundTo(x, gpu_->activationDtype());
@@ -198,7 +200,13 @@ INSTANTIATE_TEST_SUITE_P(Modes, BackendW8a8,
                          ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},
                                            Mode{DType::kBF16, DType::kBF16, "bf16"},
                                            Mode{DType::kF16, DType::kF16, "fp16"},
-                                           tuned("bf16_cublaslt", [](CudaTuning& t) { t.fp8_gemv_rows = 0; })),
+                                           tuned("bf16_cublaslt", [](CudaTuning& t) { t.fp8_gemv_rows = 0; }),
+                                           tuned("bf16_row_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 2; }),
+                                           Mode{DType::kF32, DType::kF32, "f32_row_gemv", [] {
+                                                  CudaTuning t;
+                                                  t.fp8_row_gemv_rows = 2;
+                                                  return t;
+                                                }()}),
                          [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
 
 }  // namespace

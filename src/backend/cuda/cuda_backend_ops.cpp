@@ -390,7 +390,7 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
   });
   if (gemv) {
     LLMRT_CUDA_OP_CHECK(cuda::w8a8Gemv(codes_dt, q, sx, m, k, wq, sw, n, bias_ptr, out.data, out.dtype, ld(out),
-                                       accumulate, stream_.get()));
+                                       accumulate, stream_.get(), tuning().fp8_row_gemv_rows));
     return;
   }
   const cudaDataType_t out_type =

@@ -168,6 +168,83 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   }
 }
 
+// The row-per-warp variant for one or two rows of x (w8a8Gemv's row_warp_rows): each warp owns
+// one row of W and walks it as the 16-bit kernel walks its rows, 16 bytes per lane, 512 contiguous
+// bytes per warp and step, U steps in flight, no shared memory and no block barrier. The lane's 16
+// codes and x's 16 codes at the same k feed two MMAs used on their diagonal: A's row g holds the
+// first 8 bytes of lanes 4g..4g+3 (a0, a2), row g + 8 their last 8 (a1, a3); B's column g holds the
+// first 8 bytes of x at those lanes (first MMA) or the last 8 (second). So D1[g][g] + D2[g + 8][g]
+// is the dot product of lanes 4g..4g+3's 64 bytes with x's, held by lane 4g + g / 2 (d[g % 2] and
+// d[2 + g % 2]); the rest of D is not used. E4M3: each MMA from zero, its diagonal entry added to a
+// float32 sum (32 products per MMA inside the tensor core); INT8: int32 throughout (exact).
+__device__ __forceinline__ void diagMma(float& acc, const uint4& w, const uint4& x, bool odd) {
+  float t1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  mmaE4m3(t1, w.x, w.z, w.y, w.w, x.x, x.y);
+  mmaE4m3(t2, w.x, w.z, w.y, w.w, x.z, x.w);
+  acc += (odd ? t1[1] : t1[0]) + (odd ? t2[3] : t2[2]);
+}
+__device__ __forceinline__ void diagMma(int& acc, const uint4& w, const uint4& x, bool odd) {
+  int t1[4] = {0, 0, 0, 0}, t2[4] = {0, 0, 0, 0};
+  mmaS8(t1, w.x, w.z, w.y, w.w, x.x, x.y);
+  mmaS8(t2, w.x, w.z, w.y, w.w, x.z, x.w);
+  acc += (odd ? t1[1] : t1[0]) + (odd ? t2[3] : t2[2]);
+}
+
+template <typename OUT, typename C, int M, int U>
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemvRowKernel(const uint8_t* __restrict__ x, const float* __restrict__ sx, int64_t k,
+                  const uint8_t* __restrict__ w, const float* __restrict__ sw, int64_t n,
+                  const float* __restrict__ bias, OUT* __restrict__ out, int64_t ld_out, bool accumulate) {
+  const int lane = threadIdx.x % 32, g = lane / 4;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kGemvWarps + threadIdx.x / 32;
+  const uint4* wr = reinterpret_cast<const uint4*>(w + (row < n ? row : n - 1) * k);
+  const int64_t pieces = k / 16;  // 16-byte pieces of a row
+  // Weights first (no earlier kernel writes them): into L2 while the producer of x finishes.
+  if (row < n)
+    for (int u = 0; u < U && lane + 32 * u < pieces; ++u) asm volatile("prefetch.global.L2 [%0];" ::"l"(wr + lane + 32 * u));
+  pdlWait();
+  pdlLaunchDependents();
+  if (row >= n) return;  // (whole warps: the MMAs below need every lane of a warp)
+  using Acc = typename C::Acc;
+  Acc acc[M];
+#pragma unroll
+  for (int j = 0; j < M; ++j) acc[j] = 0;
+  const bool odd = g % 2 != 0;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  const uint4* xr = reinterpret_cast<const uint4*>(x);
+  int64_t base = 0;
+  for (; base + 32 * U <= pieces; base += 32 * U) {
+    uint4 wv[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) wv[u] = loadStreaming(wr + base + 32 * u + lane);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < M; ++j) diagMma(acc[j], wv[u], xr[j * pieces + base + 32 * u + lane], odd);
+  }
+  for (; base < pieces; base += 32) {  // the last pieces: lanes past the row's end add zeros
+    const int64_t p = base + lane;
+    const uint4 wv = p < pieces ? loadStreaming(wr + p) : zero;
+#pragma unroll
+    for (int j = 0; j < M; ++j) diagMma(acc[j], wv, p < pieces ? xr[j * pieces + p] : zero, odd);
+  }
+  const bool holds = lane % 4 == g / 2;  // lane 4g + g / 2 holds group g's dot product
+#pragma unroll
+  for (int j = 0; j < M; ++j) {
+    Acc s = holds ? acc[j] : Acc(0);
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == j) {
+      const float v = scaledSum(s, sx[j], sw[row], bias ? bias[row] : 0.0f);
+      OUT* o = out + j * ld_out + row;
+      if constexpr (std::is_same_v<OUT, float>) {
+        *o = accumulate ? __fadd_rn(*o, v) : v;
+      } else {
+        storeFloat(o, v);
+      }
+    }
+  }
+}
+
 template <typename OUT, typename ACC>
 __global__ void scaleOutKernel(const ACC* __restrict__ sums, int64_t ld_sums, int64_t m, int64_t n,
                                const float* __restrict__ sx, const float* __restrict__ sw, const float* __restrict__ bias, OUT* __restrict__ out,
@@ -232,12 +309,28 @@ bool w8a8GemvSupported(int64_t m, int64_t k) { return m >= 1 && m <= kW8a8GemvMa
 
 cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w,
                      const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
-                     bool accumulate, cudaStream_t stream) {
+                     bool accumulate, cudaStream_t stream, int row_warp_rows) {
   if (!w8a8GemvSupported(m, k) || reinterpret_cast<uintptr_t>(q) % 16 != 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   if ((accumulate && out_dtype != DType::kF32) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
       (codes != DType::kF8E4M3 && codes != DType::kI8))
     return cudaErrorInvalidValue;
+  if (m <= row_warp_rows && m <= 2) {
+    const auto blocks = static_cast<unsigned>((n + kGemvWarps - 1) / kGemvWarps);
+    return withElementType(out_dtype, [&](auto tag) {
+      using T = decltype(tag);
+      auto go = [&](auto codes_tag, auto rows_tag) {
+        using C = decltype(codes_tag);
+        constexpr int M = decltype(rows_tag)::value;
+        return launchPdl(gemvRowKernel<T, C, M, M == 1 ? 8 : 4>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream,
+                         q, sx, k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
+      };
+      auto withRows = [&](auto codes_tag) {
+        return m == 1 ? go(codes_tag, std::integral_constant<int, 1>{}) : go(codes_tag, std::integral_constant<int, 2>{});
+      };
+      return codes == DType::kI8 ? withRows(Int8Codes{}) : withRows(E4m3Codes{});
+    });
+  }
   const auto blocks = static_cast<unsigned>((n + kRowsPerBlock - 1) / kRowsPerBlock);
   return withElementType(out_dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -349,7 +349,8 @@ cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DTyp
 // (F32, BF16 or F16, row stride ld_x) quantized by core/fp8.h's or core/int8.h's rule into q [m, k]
 // (codes, row stride k) and scales [m]. w8a8Gemv, for m <= kW8a8GemvMaxRows and k % 64 == 0
 // (w8a8GemvSupported): out[m, n] = (q . codes_w^T) * (scales[row] * sw[n]) (+ bias[n]) on the
-// tensor cores, out F32, BF16 or F16 (accumulate: out += that, F32). w8a8ScaleOut: the same scaling
+// tensor cores, out F32, BF16 or F16 (accumulate: out += that, F32); m <= row_warp_rows (at most
+// 2) takes the row-per-warp kernel. w8a8ScaleOut: the same scaling
 // and bias for sums computed without scales (sums [m, n], row stride ld_sums; float for E4M3,
 // int32 for I8).
 constexpr int64_t kW8a8GemvMaxRows = 8;
@@ -358,7 +359,7 @@ cudaError_t w8a8QuantizeRows(DType codes, const void* x, DType x_dtype, int64_t 
 bool w8a8GemvSupported(int64_t m, int64_t k);
 cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w,
                      const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
-                     bool accumulate, cudaStream_t stream);
+                     bool accumulate, cudaStream_t stream, int row_warp_rows = 0);
 cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx,
                          const float* sw, const float* bias, void* out, DType out_dtype, int64_t ld_out,
                          bool accumulate, cudaStream_t stream);
