@@ -79,12 +79,13 @@ void BackendW8a8::linearAndLinearAdd(DType codes) {
   const std::string kind = codes == DType::kI8 ? "int8 " : "fp8 ";
   // k 1008: a multiple of 16, not of 64 (cuBLASLt even at one row); n 5 / 33 / 1001: partial
   // 16-row blocks; m 1-8: the matrix-vector kernel; m 9, 64, 300: cuBLASLt; 2048 x 20000: sums in
-  // bands of rows (kW8a8SumsBytes: 838 rows here); 2 x 4160 and 1 x 14336: whole steps of the
-  // row-per-warp kernel and a partial last one.
+  // bands of rows (kW8a8SumsBytes: 838 rows here); k 4160 at 1 and 2 rows: whole steps of the
+  // row-per-warp kernel, then a last one with lanes past the row's end; 1 x 14336: whole warps.
   for (const Case& c : {Case{1, 64, 5, false}, Case{1, 4096, 1001, true}, Case{2, 256, 512, false},
                         Case{3, 1024, 33, true}, Case{8, 2048, 64, true}, Case{9, 512, 130, false},
                         Case{1, 1008, 48, true}, Case{64, 4096, 96, false}, Case{300, 512, 200, true},
-                        Case{2048, 64, 20000, true}, Case{2, 4160, 77, true}, Case{1, 14336, 40, false}}) {
+                        Case{2048, 64, 20000, true}, Case{2, 4160, 77, true}, Case{1, 4160, 24, false},
+                        Case{1, 14336, 40, false}}) {
     const std::string what = kind + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_, 3.0f);
     roundTo(x, gpu_->activationDtype());
