@@ -99,8 +99,8 @@ struct CudaTuning {
   int32_t fp8_gemv_rows = 8;
   // Of those, products of up to this many rows (0-2) take the row-per-warp variant (each warp
   // one weight row, read in 512-byte runs as the 16-bit kernel reads its rows) instead of the
-  // 16-rows-per-block kernel. 0 until measured against it on a GPU.
-  int32_t fp8_row_gemv_rows = 0;
+  // 16-rows-per-block kernel: batch-1 FP8 decode 1.1% faster on an H100; 2 rows not measured.
+  int32_t fp8_row_gemv_rows = 1;
   // 8-bit products' inputs quantized by the ops that write them (RMSNorm, SiLU·mul: one pass
   // fewer per product, the same bits), or by each product itself (off).
   bool fused_quantization = true;

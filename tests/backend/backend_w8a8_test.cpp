@@ -6,8 +6,9 @@
 //   matrix-vector kernel's MMAs, cuBLASLt's int8 GEMM), and both scale the sums with the same
 //   float32 operations.
 // Decode-sized products take the tensor-core matrix-vector kernel (k % 64 == 0, m <= fp8_gemv_rows),
-// the rest cuBLASLt's 8-bit GEMM; the "cublaslt" mode sends every product to cuBLASLt, the
-// "row_gemv" modes products of 1-2 rows to the row-per-warp matrix-vector kernel.
+// the rest cuBLASLt's 8-bit GEMM; the "cublaslt" mode sends every product to cuBLASLt. One row
+// takes the row-per-warp matrix-vector kernel by default; the "row_gemv" modes send 1-2 rows
+// there, "block_gemv" none.
 #include <functional>
 
 #include "backend_ops_fixture.h"
@@ -203,6 +204,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, BackendW8a8,
                                            Mode{DType::kF16, DType::kF16, "fp16"},
                                            tuned("bf16_cublaslt", [](CudaTuning& t) { t.fp8_gemv_rows = 0; }),
                                            tuned("bf16_row_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 2; }),
+                                           tuned("bf16_block_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 0; }),
                                            Mode{DType::kF32, DType::kF32, "f32_row_gemv", [] {
                                                   CudaTuning t;
                                                   t.fp8_row_gemv_rows = 2;
