@@ -360,9 +360,10 @@ TEST_P(ArchOps, LinearActivationIsLinearThenActivation) {
                                     (ad == DType::kF32 || ad == weights()) &&
                                     (od == DType::kF32 || od == weights());
           const std::vector<float> tmp = get(*gpu_, tg);
-          const size_t untouched = static_cast<size_t>(std::count_if(
-              tmp.begin(), tmp.end(), [](float v) { return std::isnan(v); }));
-          EXPECT_EQ(untouched, expect_fused ? tmp.size() : 0) << what << (expect_fused ? ": not fused" : ": fused");
+          const size_t untouched = static_cast<size_t>(
+              std::count_if(tmp.begin(), tmp.end(), [](float v) { return std::isnan(v); }));
+          EXPECT_EQ(untouched, expect_fused ? tmp.size() : 0)
+              << what << (expect_fused ? ": not fused" : ": fused");
           auto [t2c, t2g] = put(3, m, n, {}, od);
           auto [o2c, o2g] = put(4, m, n, {}, od);
           gpu_->linear(xg, wg, bias ? &bg : nullptr, t2g);

@@ -82,11 +82,11 @@ void BackendW8a8::linearAndLinearAdd(DType codes) {
   // 16-row blocks; m 1-8: the matrix-vector kernel; m 9, 64, 300: cuBLASLt; 2048 x 20000: sums in
   // bands of rows (kW8a8SumsBytes: 838 rows here); k 4160 at 1 and 2 rows: whole steps of the
   // row-per-warp kernel, then a last one with lanes past the row's end; 1 x 14336: whole warps.
-  for (const Case& c : {Case{1, 64, 5, false}, Case{1, 4096, 1001, true}, Case{2, 256, 512, false},
-                        Case{3, 1024, 33, true}, Case{8, 2048, 64, true}, Case{9, 512, 130, false},
-                        Case{1, 1008, 48, true}, Case{64, 4096, 96, false}, Case{300, 512, 200, true},
-                        Case{2048, 64, 20000, true}, Case{2, 4160, 77, true}, Case{1, 4160, 24, false},
-                        Case{1, 14336, 40, false}}) {
+  for (const Case& c :
+       {Case{1, 64, 5, false}, Case{1, 4096, 1001, true}, Case{2, 256, 512, false}, Case{3, 1024, 33, true},
+        Case{8, 2048, 64, true}, Case{9, 512, 130, false}, Case{1, 1008, 48, true}, Case{64, 4096, 96, false},
+        Case{300, 512, 200, true}, Case{2048, 64, 20000, true}, Case{2, 4160, 77, true},
+        Case{1, 4160, 24, false}, Case{1, 14336, 40, false}}) {
     const std::string what = kind + std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
     std::vector<float> x = randomVec(static_cast<size_t>(c.m * c.k), rng_, 3.0f);
     roundTo(x, gpu_->activationDtype());
@@ -198,19 +198,20 @@ TEST_P(BackendW8a8, Int8ZeroSpikyAndTiedRows) { zeroSpikyAndTiedRows(DType::kI8)
 TEST_P(BackendW8a8, Fp8QuantizedInputsGiveTheSameProducts) { quantizedInputs(DType::kF8E4M3); }
 TEST_P(BackendW8a8, Int8QuantizedInputsGiveTheSameProducts) { quantizedInputs(DType::kI8); }
 
-INSTANTIATE_TEST_SUITE_P(Modes, BackendW8a8,
-                         ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"},
-                                           Mode{DType::kBF16, DType::kBF16, "bf16"},
-                                           Mode{DType::kF16, DType::kF16, "fp16"},
-                                           tuned("bf16_cublaslt", [](CudaTuning& t) { t.fp8_gemv_rows = 0; }),
-                                           tuned("bf16_row_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 2; }),
-                                           tuned("bf16_block_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 0; }),
-                                           Mode{DType::kF32, DType::kF32, "f32_row_gemv", [] {
-                                                  CudaTuning t;
-                                                  t.fp8_row_gemv_rows = 2;
-                                                  return t;
-                                                }()}),
-                         [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Modes, BackendW8a8,
+    ::testing::Values(Mode{DType::kF32, DType::kF32, "f32"}, Mode{DType::kBF16, DType::kBF16, "bf16"},
+                      Mode{DType::kF16, DType::kF16, "fp16"},
+                      tuned("bf16_cublaslt", [](CudaTuning& t) { t.fp8_gemv_rows = 0; }),
+                      tuned("bf16_row_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 2; }),
+                      tuned("bf16_block_gemv", [](CudaTuning& t) { t.fp8_row_gemv_rows = 0; }),
+                      Mode{DType::kF32, DType::kF32, "f32_row_gemv",
+                           [] {
+                             CudaTuning t;
+                             t.fp8_row_gemv_rows = 2;
+                             return t;
+                           }()}),
+    [](const ::testing::TestParamInfo<Mode>& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace llmrt

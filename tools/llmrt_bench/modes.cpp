@@ -78,7 +78,9 @@ int runLatency(const EngineFlags& ef, const LatencyFlags& f) {
   Engine& eng = std::get<Engine>(opened);
   LLM& llm = *eng.llm;
   if (f.cached_prefix && !llm.executor().config().kv_cache_config.enable_block_reuse)
-    return fail("--cached-prefix needs block reuse, which llmrt-bench turns off by default: add --enable-block-reuse", kExitUsage);
+    return fail(
+        "--cached-prefix needs block reuse, which llmrt-bench turns off by default: add --enable-block-reuse",
+        kExitUsage);
   const ModelConfig& m = llm.modelConfig();
   if (auto e = checkSeqLen(llm, f.input_len, f.output_len)) return fail(*e, kExitUsage);
 

@@ -389,8 +389,8 @@ void CudaBackend::productW8a8(const TensorView& x, const TensorView& w, const Te
                      gemv ? "gemv" : "cublasLt", rowBucket(m), static_cast<long long>(n), static_cast<long long>(k));
   });
   if (gemv) {
-    LLMRT_CUDA_OP_CHECK(cuda::w8a8Gemv(codes_dt, q, sx, m, k, wq, sw, n, bias_ptr, out.data, out.dtype, ld(out),
-                                       accumulate, stream_.get(), tuning().fp8_row_gemv_rows));
+    LLMRT_CUDA_OP_CHECK(cuda::w8a8Gemv(codes_dt, q, sx, m, k, wq, sw, n, bias_ptr, out.data, out.dtype,
+                                       ld(out), accumulate, stream_.get(), tuning().fp8_row_gemv_rows));
     return;
   }
   const cudaDataType_t out_type =
@@ -543,7 +543,8 @@ void CudaBackend::ropeAttention(int64_t layer, TensorView q, TensorView k, const
     return;
   }
   const cuda::DecodeAttnArgs base = decodeArgs(layer, q, num_heads, sliding_window, scale, out);
-  OpScope scope(this, [&] { return strprintf("ropeAttention items=%d splits=%d", dev.num_items, base.splits); });
+  OpScope scope(this,
+                [&] { return strprintf("ropeAttention items=%d splits=%d", dev.num_items, base.splits); });
   if (!checkAttention(q, num_heads, sliding_window, out)) return;
   cuda::DecodeAttnArgs a = base;
   a.rope.k = f32(k);

@@ -201,7 +201,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
   const int64_t pieces = k / 16;  // 16-byte pieces of a row
   // Weights first (no earlier kernel writes them): into L2 while the producer of x finishes.
   if (row < n)
-    for (int u = 0; u < U && lane + 32 * u < pieces; ++u) asm volatile("prefetch.global.L2 [%0];" ::"l"(wr + lane + 32 * u));
+    for (int u = 0; u < U && lane + 32 * u < pieces; ++u)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(wr + lane + 32 * u));
   pdlWait();
   pdlLaunchDependents();
   if (row >= n) return;  // (whole warps: the MMAs below need every lane of a warp)
@@ -308,8 +309,8 @@ cudaError_t w8a8QuantizeRows(DType codes, const void* x, DType x_dtype, int64_t 
 bool w8a8GemvSupported(int64_t m, int64_t k) { return m >= 1 && m <= kW8a8GemvMaxRows && k > 0 && k % kChunk == 0; }
 
 cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w,
-                     const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
-                     bool accumulate, cudaStream_t stream, int row_warp_rows) {
+                     const float* sw, int64_t n, const float* bias, void* out, DType out_dtype,
+                     int64_t ld_out, bool accumulate, cudaStream_t stream, int row_warp_rows) {
   if (!w8a8GemvSupported(m, k) || reinterpret_cast<uintptr_t>(q) % 16 != 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   if ((accumulate && out_dtype != DType::kF32) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
@@ -322,11 +323,12 @@ cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, 
       auto go = [&](auto codes_tag, auto rows_tag) {
         using C = decltype(codes_tag);
         constexpr int M = decltype(rows_tag)::value;
-        return launchPdl(gemvRowKernel<T, C, M, M == 1 ? 8 : 4>, dim3(blocks), dim3(kGemvWarps * 32), 0, stream,
-                         q, sx, k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
+        return launchPdl(gemvRowKernel < T, C, M, M == 1 ? 8 : 4 >, dim3(blocks), dim3(kGemvWarps * 32), 0,
+                         stream, q, sx, k, w, sw, n, bias, static_cast<T*>(out), ld_out, accumulate);
       };
       auto withRows = [&](auto codes_tag) {
-        return m == 1 ? go(codes_tag, std::integral_constant<int, 1>{}) : go(codes_tag, std::integral_constant<int, 2>{});
+        return m == 1 ? go(codes_tag, std::integral_constant<int, 1>{})
+                      : go(codes_tag, std::integral_constant<int, 2>{});
       };
       return codes == DType::kI8 ? withRows(Int8Codes{}) : withRows(E4m3Codes{});
     });

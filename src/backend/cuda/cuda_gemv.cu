@@ -334,7 +334,8 @@ cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DTyp
   if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
       (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype) ||
       (accumulate && out_dtype != DType::kF32) || (norm_in && norm_out) ||
-      (act && (accumulate || norm_in || norm_out)) || (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
+      (act && (accumulate || norm_in || norm_out)) ||
+      (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
       (norm_out && (out_dtype != DType::kF32 || norm_out->g == nullptr || norm_out->normed == nullptr ||
                     norm_out->sums == nullptr)))
     return cudaErrorInvalidValue;

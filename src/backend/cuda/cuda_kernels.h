@@ -358,8 +358,8 @@ cudaError_t w8a8QuantizeRows(DType codes, const void* x, DType x_dtype, int64_t 
                              uint8_t* q, float* scales, cudaStream_t stream);
 bool w8a8GemvSupported(int64_t m, int64_t k);
 cudaError_t w8a8Gemv(DType codes, const uint8_t* q, const float* sx, int64_t m, int64_t k, const uint8_t* w,
-                     const float* sw, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
-                     bool accumulate, cudaStream_t stream, int row_warp_rows = 0);
+                     const float* sw, int64_t n, const float* bias, void* out, DType out_dtype,
+                     int64_t ld_out, bool accumulate, cudaStream_t stream, int row_warp_rows = 0);
 cudaError_t w8a8ScaleOut(DType codes, const void* sums, int64_t ld_sums, int64_t m, int64_t n, const float* sx,
                          const float* sw, const float* bias, void* out, DType out_dtype, int64_t ld_out,
                          bool accumulate, cudaStream_t stream);
