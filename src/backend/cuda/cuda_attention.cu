@@ -348,10 +348,9 @@ cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g,
                             cudaStream_t stream) {
   if (a.num_items == 0) return cudaSuccess;
   if (a.num_heads % g.num_kv_heads != 0 || a.splits < 1 || a.splits > kMaxSplits) return cudaErrorInvalidValue;
-  const size_t partial_need = static_cast<size_t>(a.num_items) * static_cast<size_t>(a.num_heads) *
-                              static_cast<size_t>(a.splits) * static_cast<size_t>(g.head_dim + 2) *
-                              sizeof(float);
-  if (a.splits > 1 && (a.partial == nullptr || partial_need > a.partial_bytes)) return cudaErrorInvalidValue;
+  if (a.splits > 1 && (a.partial == nullptr ||
+                       decodePartialBytes(a.num_items, a.num_heads, g.head_dim, a.splits) > a.partial_bytes))
+    return cudaErrorInvalidValue;
   const int64_t group = a.num_heads / g.num_kv_heads;
   if (group > 65535 || smemBytes(headsPerCta(group, kMaxWarps), g.head_dim) > kMaxSmem) return cudaErrorInvalidValue;
   const bool mma = kv_dtype != DType::kF32 && a.tensor_cores && decodeMmaSupported(g, a.num_heads, pool);

@@ -516,9 +516,9 @@ cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q,
   // The step's key splits, halved while the partial states of every (item, query head, split) would
   // not fit the buffer (sized for GQA groups of up to 32 heads: Falcon-7B's 71 take fewer splits).
   a.splits = dev.splits;
-  const size_t per_split = static_cast<size_t>(dev.num_items) * static_cast<size_t>(num_heads) *
-                           static_cast<size_t>(kv_.geometry().head_dim + 2) * sizeof(float);
-  while (a.splits > 1 && per_split * static_cast<size_t>(a.splits) > partial_.bytes()) a.splits /= 2;
+  while (a.splits > 1 &&
+         cuda::decodePartialBytes(dev.num_items, num_heads, kv_.geometry().head_dim, a.splits) > partial_.bytes())
+    a.splits /= 2;
   a.partial = static_cast<float*>(partial_.get());
   a.partial_bytes = partial_.bytes();
   a.tensor_cores = tuning().mma_decode;

@@ -177,16 +177,16 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 // is the dot product of lanes 4g..4g+3's 64 bytes with x's, held by lane 4g + g / 2 (d[g % 2] and
 // d[2 + g % 2]); the rest of D is not used. E4M3: each MMA from zero, its diagonal entry added to a
 // float32 sum (32 products per MMA inside the tensor core); INT8: int32 throughout (exact).
-__device__ __forceinline__ void diagMma(float& acc, const uint4& w, const uint4& x, bool odd) {
-  float t1[4] = {0.0f, 0.0f, 0.0f, 0.0f}, t2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  mmaE4m3(t1, w.x, w.z, w.y, w.w, x.x, x.y);
-  mmaE4m3(t2, w.x, w.z, w.y, w.w, x.z, x.w);
-  acc += (odd ? t1[1] : t1[0]) + (odd ? t2[3] : t2[2]);
-}
-__device__ __forceinline__ void diagMma(int& acc, const uint4& w, const uint4& x, bool odd) {
-  int t1[4] = {0, 0, 0, 0}, t2[4] = {0, 0, 0, 0};
-  mmaS8(t1, w.x, w.z, w.y, w.w, x.x, x.y);
-  mmaS8(t2, w.x, w.z, w.y, w.w, x.z, x.w);
+template <typename Acc>
+__device__ __forceinline__ void diagMma(Acc& acc, const uint4& w, const uint4& x, bool odd) {
+  Acc t1[4] = {0, 0, 0, 0}, t2[4] = {0, 0, 0, 0};
+  if constexpr (std::is_same_v<Acc, float>) {
+    mmaE4m3(t1, w.x, w.z, w.y, w.w, x.x, x.y);
+    mmaE4m3(t2, w.x, w.z, w.y, w.w, x.z, x.w);
+  } else {
+    mmaS8(t1, w.x, w.z, w.y, w.w, x.x, x.y);
+    mmaS8(t2, w.x, w.z, w.y, w.w, x.z, x.w);
+  }
   acc += (odd ? t1[1] : t1[0]) + (odd ? t2[3] : t2[2]);
 }
 

@@ -195,6 +195,11 @@ struct DecodeAttnArgs {
 };
 cudaError_t decodeAttention(const void* pool, DType kv_dtype, const KvLayout& g, const DecodeAttnArgs& a,
                             cudaStream_t stream);
+// Bytes of DecodeAttnArgs::partial that `splits` key splits of a step need.
+inline size_t decodePartialBytes(int64_t num_items, int64_t num_heads, int64_t head_dim, int64_t splits) {
+  return static_cast<size_t>(num_items) * static_cast<size_t>(num_heads) * static_cast<size_t>(splits) *
+         static_cast<size_t>(head_dim + 2) * sizeof(float);
+}
 // Whether decodeAttention can take a step's RoPE and KV write (DecodeAttnArgs::rope): the tensor-core
 // kernel runs, the rotary dim is a multiple of 16 up to head_dim or 0 (no rotary embedding: the KV write
 // alone, with rope.inv_freq null) and k / v rows are 16-byte aligned float32.
