@@ -516,8 +516,8 @@ cuda::DecodeAttnArgs CudaBackend::decodeArgs(int64_t layer, const TensorView& q,
   // The step's key splits, halved while the partial states of every (item, query head, split) would
   // not fit the buffer (sized for GQA groups of up to 32 heads: Falcon-7B's 71 take fewer splits).
   a.splits = dev.splits;
-  while (a.splits > 1 &&
-         cuda::decodePartialBytes(dev.num_items, num_heads, kv_.geometry().head_dim, a.splits) > partial_.bytes())
+  while (a.splits > 1 && cuda::decodePartialBytes(dev.num_items, num_heads, kv_.geometry().head_dim,
+                                                  a.splits) > partial_.bytes())
     a.splits /= 2;
   a.partial = static_cast<float*>(partial_.get());
   a.partial_bytes = partial_.bytes();
