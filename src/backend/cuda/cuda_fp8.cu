@@ -223,11 +223,20 @@ __global__ void __launch_bounds__(kGemvWarps * 32)
 #pragma unroll
       for (int j = 0; j < M; ++j) diagMma(acc[j], wv[u], xr[j * pieces + base + 32 * u + lane], odd);
   }
-  for (; base < pieces; base += 32) {  // the last pieces: lanes past the row's end add zeros
-    const int64_t p = base + lane;
-    const uint4 wv = p < pieces ? loadStreaming(wr + p) : zero;
+  if (base < pieces) {  // the last (< 32 U) pieces, loads all in flight; lanes past the row's end add zeros
+    uint4 wv[U];
 #pragma unroll
-    for (int j = 0; j < M; ++j) diagMma(acc[j], wv, p < pieces ? xr[j * pieces + p] : zero, odd);
+    for (int u = 0; u < U; ++u) {
+      const int64_t p = base + 32 * u + lane;
+      wv[u] = p < pieces ? loadStreaming(wr + p) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (base + 32 * u >= pieces) break;  // (warp-uniform)
+      const int64_t p = base + 32 * u + lane;
+#pragma unroll
+      for (int j = 0; j < M; ++j) diagMma(acc[j], wv[u], p < pieces ? xr[j * pieces + p] : zero, odd);
+    }
   }
   const bool holds = lane % 4 == g / 2;  // lane 4g + g / 2 holds group g's dot product
 #pragma unroll

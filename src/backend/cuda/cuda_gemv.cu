@@ -165,16 +165,25 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
       }
     }
   }
-  for (; c < chunks; c += 32) {
-    uint4 w0[R];
+  // The row's last (fewer than U) chunks of this lane, all loads again in flight at once: a
+  // width that is not a multiple of 256 * U features (Falcon's 4,544 and 18,176) would otherwise
+  // end every warp on one serialised memory latency per chunk. (Same order of the sums.)
+  if (c < chunks) {
+    uint4 wv[U][R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) w0[r] = loadStreaming(rows[r] + c);
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int r = 0; r < R; ++r) wv[u][r] = c + 32 * u < chunks ? loadStreaming(rows[r] + c + 32 * u) : uint4{};
 #pragma unroll
     for (int m = 0; m < M; ++m) {
-      float4 a0, b0;
-      xAt(m, c, a0, b0);
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(w0[r], a0, b0);
+      for (int u = 0; u < U; ++u) {
+        if (c + 32 * u >= chunks) break;
+        float4 a, b;
+        xAt(m, c + 32 * u, a, b);
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
+      }
     }
   }
 #pragma unroll

@@ -278,17 +278,22 @@ __device__ __forceinline__ void warpDots(const uint4* const* w, const TX* const*
         for (int r = 0; r < NR; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
       }
   }
-  for (; c < chunks; c += 32) {
-    uint4 wv[NR];
+  if (c < chunks) {  // the last (< U) chunks, loads all in flight (as cuda_gemv.cu)
+    uint4 wv[U][NR];
 #pragma unroll
-    for (int r = 0; r < NR; ++r) wv[r] = loadStreaming(w[r] + c);
+    for (int u = 0; u < U; ++u)
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-      float4 a, b;
-      load8(x[m] + 8 * c, a, b);
+      for (int r = 0; r < NR; ++r) wv[u][r] = c + 32 * u < chunks ? loadStreaming(w[r] + c + 32 * u) : uint4{};
 #pragma unroll
-      for (int r = 0; r < NR; ++r) acc[m][r] += dot8<W>(wv[r], a, b);
-    }
+    for (int m = 0; m < M; ++m)
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        if (c + 32 * u >= chunks) break;
+        float4 a, b;
+        load8(x[m] + 8 * (c + 32 * u), a, b);
+#pragma unroll
+        for (int r = 0; r < NR; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
+      }
   }
 #pragma unroll
   for (int m = 0; m < M; ++m)
