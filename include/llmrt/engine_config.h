@@ -108,6 +108,7 @@ struct CudaTuning {
   // kernel runs it (the same bits), or a kernel of its own (off).
   bool act_fusion = true;
   int32_t split_waves = 2;         // decode attention key splits aim at this many CTAs per SM (1-16)
+  int32_t split_keys = 32;         // and take at least this many keys each (16-4096)
   // Tensor parallelism over GPUs: the custom all-reduce kernels (peer access) for messages up to
   // 8 MiB, NCCL beyond (on; LMI's use_custom_all_reduce), or NCCL for every all-reduce (off).
   bool custom_all_reduce = true;

@@ -5,7 +5,8 @@
 # (QUANTS), on a random Llama-3-8B-shaped checkpoint. FUSED_AB=1 first times FP8 with the
 # products' inputs quantized by the norms and SiLU·mul (fused_quantization, the default) and by
 # each product (off): batch-1 latency and 512 x 128/128. Each result is written as it comes, so a
-# call cut short keeps what ran.
+# call cut short keeps what ran. PREFILL=0 leaves the prefill profiles out; LONG=1 adds one of
+# 256 x 1000/1000 per QUANTS entry.
 # usage: scripts/bench/device_fp8_profile.sh BUILD_DIR OUT_DIR [GEMM_MODES_BINARY]
 source "$(dirname "$0")/device_args.sh"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -16,9 +17,11 @@ if [[ -n $modes ]]; then
   note "gemm modes"
   timeout -k 5 90 "$modes" >"$out/gemm_modes.txt" 2>&1 || note "gemm modes: exit $?"
 fi
-dir=/tmp/fp8_llama8b
-note "making $dir"
-python3 "$here/make_random_llama.py" "$dir" --preset 8b >"$out/make.log" 2>&1 || { tail -n 5 "$out/make.log" >&2; exit 1; }
+dir=${MODEL_DIR:-/tmp/fp8_llama8b}  # MODEL_DIR: an 8B checkpoint made earlier in the call (kept)
+if [[ ! -f $dir/config.json ]]; then
+  note "making $dir"
+  python3 "$here/make_random_llama.py" "$dir" --preset 8b >"$out/make.log" 2>&1 || { tail -n 5 "$out/make.log" >&2; exit 1; }
+fi
 run() {  # NAME TIMEOUT ARGS...: one llmrt-bench run into NAME.out / NAME.log
   local name=$1 limit=$2
   shift 2
@@ -36,7 +39,13 @@ if [[ ${FUSED_AB:-0} == 1 ]]; then
 fi
 for q in ${QUANTS:-fp8 none}; do
   run "profile_throughput_$q" 300 "${tput[@]}" --quantization "$q" --warmup 0 --cuda-tuning profile=on
-  run "profile_prefill_$q" 200 prefill --quantization "$q" --input-len 2048 --warmup 1 --iters 2 --cuda-tuning profile=on
+  if [[ ${PREFILL:-1} == 1 ]]; then
+    run "profile_prefill_$q" 200 prefill --quantization "$q" --input-len 2048 --warmup 1 --iters 2 --cuda-tuning profile=on
+  fi
+  if [[ ${LONG:-0} == 1 ]]; then
+    run "profile_long_$q" 300 throughput --num-requests 256 --max-batch-size 512 --max-num-tokens 8192 \
+      --input-len 1000 --output-len 1000 --quantization "$q" --warmup 0 --cuda-tuning profile=on
+  fi
 done
-rm -rf "$dir"
+[[ -n ${MODEL_DIR:-} ]] || rm -rf "$dir"
 note "done"

@@ -268,7 +268,7 @@ const Entry<E> kEngine[] = {
       "sampling, compact_sampling, row_group_sampling, vector_ops, fused_quantization, act_fusion: on|off; "
       "gemv_rows, "
       "norm_split_rows, fp8_gemv_rows: 0-8; fp8_row_gemv_rows: 0-2; "
-      "split_waves: 1-16; profile: on|off)"},
+      "split_waves: 1-16; split_keys: 16-4096; profile: on|off)"},
      [](E& c, std::string_view v) { return parseCudaTuning(v, c.cuda_tuning); },
      [](const E& c) { return c.cuda_tuning.toString(); }},
 };

@@ -37,6 +37,7 @@ constexpr Key kKeys[] = {
     {"fused_quantization", &CudaTuning::fused_quantization},
     {"act_fusion", &CudaTuning::act_fusion},
     {"split_waves", nullptr, &CudaTuning::split_waves, 1, 16},
+    {"split_keys", nullptr, &CudaTuning::split_keys, 16, 4096},
     {"custom_all_reduce", &CudaTuning::custom_all_reduce},
     {"tp1_collectives", &CudaTuning::tp1_collectives},
     {"profile", &CudaTuning::profile},

@@ -134,6 +134,9 @@ TEST(CudaTuning, ParsesKnownKeysAndPrintsWhatDiffers) {
   EXPECT_FALSE(parseCudaTuning("graphs=off,split_waves=0", kept).isOk());
   EXPECT_EQ(kept, t);
   EXPECT_ERROR(parseCudaTuning("split_waves=17", kept), "an integer in [1, 16]");
+  EXPECT_ERROR(parseCudaTuning("split_keys=8", kept), "an integer in [16, 4096]");
+  ASSERT_TRUE(parseCudaTuning("split_keys=128", kept).isOk());
+  EXPECT_EQ(kept.split_keys, 128);
   EXPECT_ERROR(parseCudaTuning("gemv=sometimes", kept), "on or off");
 }
 

@@ -30,12 +30,12 @@ uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001B3ull + (h >>
 bool isHalf(DType d) { return d == DType::kBF16 || d == DType::kF16; }
 
 // Key splits for `items` decode rows whose longest visible context is `max_keys`: enough CTAs for
-// `target` in all, but at least one 32-key tile per split.
-int32_t chooseSplits(int64_t items, int64_t max_keys, int64_t kv_heads, int64_t target) {
+// `target` in all, but at least `min_keys` keys per split.
+int32_t chooseSplits(int64_t items, int64_t max_keys, int64_t kv_heads, int64_t target, int64_t min_keys) {
   const int64_t ctas = items * kv_heads;
   if (ctas == 0 || ctas * 2 > target) return 1;
   const int64_t want =
-      std::min({(target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / 32), int64_t{1024}});
+      std::min({(target + ctas - 1) / ctas, std::max<int64_t>(1, max_keys / min_keys), int64_t{1024}});
   int32_t splits = 1;  // a power of two, so a few recorded graphs cover every length
   while (static_cast<int64_t>(splits) * 2 <= want) splits *= 2;
   return splits;
@@ -49,7 +49,7 @@ Status StepUploader::init() {
 }
 
 Status StepUploader::plan(const StepInputs& inputs, const KvPoolGeometry& geometry, bool use_flash,
-                          int64_t split_target) {
+                          int64_t split_target, int64_t split_keys) {
   LLMRT_RETURN_IF_ERROR(copyStepInputs(inputs, geometry, step_));
   const int64_t T = step_.numTokens(), S = static_cast<int64_t>(step_.seqs.size());
   const int64_t R = static_cast<int64_t>(step_.logit_rows.size());
@@ -75,7 +75,8 @@ Status StepUploader::plan(const StepInputs& inputs, const KvPoolGeometry& geomet
       items_.push_back(int2{static_cast<int>(q.q_start + r), static_cast<int>(s)});
     if (q.q_len > 0) item_keys = std::max(item_keys, q.kv_len);
   }
-  splits_ = chooseSplits(static_cast<int64_t>(items_.size()), item_keys, geometry.num_kv_heads, split_target);
+  splits_ =
+      chooseSplits(static_cast<int64_t>(items_.size()), item_keys, geometry.num_kv_heads, split_target, split_keys);
   single_token_rows_ = true;
   for (const HostStep::Seq& q : step_.seqs) single_token_rows_ = single_token_rows_ && q.q_len <= 1;
 

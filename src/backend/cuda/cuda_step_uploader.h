@@ -49,7 +49,8 @@ class StepUploader {
   // kernel's items and the context kernel's tiles (`use_flash`: tuning flash, where the cache and
   // heads suit that kernel), picks the decode kernel's key splits (for about `split_target` CTAs)
   // and lays the upload out. Nothing is enqueued.
-  Status plan(const StepInputs& inputs, const KvPoolGeometry& geometry, bool use_flash, int64_t split_target);
+  Status plan(const StepInputs& inputs, const KvPoolGeometry& geometry, bool use_flash, int64_t split_target,
+              int64_t split_keys);
   // The highest result row the step's fed rows read (-1 when none).
   int32_t maxFedSource() const;
   PoolBuffer& deviceBuffer() { return meta_; }
