@@ -41,7 +41,8 @@ bool CudaBackend::checkActivation(const char* what, const TensorView& t) {
 Status CudaBackend::beginStep(const StepInputs& inputs) {
   if (failed()) return error_;
   LLMRT_RETURN_IF_ERROR(step_.plan(inputs, kv_.geometry(), tuning().flash,
-                                   static_cast<int64_t>(tuning().split_waves) * num_sms_, tuning().split_keys));
+                                   static_cast<int64_t>(tuning().split_waves) * num_sms_,
+                                   tuning().split_keys));
   cuda::ResultTokens fed_src;  // the latest argmax or sampling result
   if (!step_.host().fed.empty()) {
     LLMRT_ASSIGN_OR_RETURN(fed_src, results_.latestTokens(step_.maxFedSource(), "beginStep (fed tokens)"));

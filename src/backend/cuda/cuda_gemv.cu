@@ -173,7 +173,8 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int r = 0; r < R; ++r) wv[u][r] = c + 32 * u < chunks ? loadStreaming(rows[r] + c + 32 * u) : uint4{};
+      for (int r = 0; r < R; ++r)
+        wv[u][r] = c + 32 * u < chunks ? loadStreaming(rows[r] + c + 32 * u) : uint4{};
 #pragma unroll
     for (int m = 0; m < M; ++m) {
 #pragma unroll

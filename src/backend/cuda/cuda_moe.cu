@@ -283,7 +283,8 @@ __device__ __forceinline__ void warpDots(const uint4* const* w, const TX* const*
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int r = 0; r < NR; ++r) wv[u][r] = c + 32 * u < chunks ? loadStreaming(w[r] + c + 32 * u) : uint4{};
+      for (int r = 0; r < NR; ++r)
+        wv[u][r] = c + 32 * u < chunks ? loadStreaming(w[r] + c + 32 * u) : uint4{};
 #pragma unroll
     for (int m = 0; m < M; ++m)
 #pragma unroll

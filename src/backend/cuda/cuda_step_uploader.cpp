@@ -75,8 +75,8 @@ Status StepUploader::plan(const StepInputs& inputs, const KvPoolGeometry& geomet
       items_.push_back(int2{static_cast<int>(q.q_start + r), static_cast<int>(s)});
     if (q.q_len > 0) item_keys = std::max(item_keys, q.kv_len);
   }
-  splits_ =
-      chooseSplits(static_cast<int64_t>(items_.size()), item_keys, geometry.num_kv_heads, split_target, split_keys);
+  splits_ = chooseSplits(static_cast<int64_t>(items_.size()), item_keys, geometry.num_kv_heads, split_target,
+                         split_keys);
   single_token_rows_ = true;
   for (const HostStep::Seq& q : step_.seqs) single_token_rows_ = single_token_rows_ && q.q_len <= 1;
 
