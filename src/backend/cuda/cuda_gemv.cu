@@ -36,22 +36,6 @@ namespace {
 
 constexpr int kWarps = 8;  // per block
 
-template <typename W>
-__device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
-  const W* tag = nullptr;
-  const float2 w0 = pairToFloat2(w.x, tag), w1 = pairToFloat2(w.y, tag);
-  const float2 w2 = pairToFloat2(w.z, tag), w3 = pairToFloat2(w.w, tag);
-  float s = w0.x * a.x;
-  s = fmaf(w0.y, a.y, s);
-  s = fmaf(w1.x, a.z, s);
-  s = fmaf(w1.y, a.w, s);
-  s = fmaf(w2.x, b.x, s);
-  s = fmaf(w2.y, b.y, s);
-  s = fmaf(w3.x, b.z, s);
-  s = fmaf(w3.y, b.w, s);
-  return s;
-}
-
 // 1 / rms of each of M rows into inv_rms (lane 0 writes), from norm_in's sums of squares, by one
 // warp: J sums per lane and row in flight at once, passes of 32 * J groups, lane l adding groups
 // l, l + 32, ... in order, then warpInvRms — rmsNorm()'s order (cuda_ops.cu), for every M.

@@ -235,22 +235,6 @@ __global__ void __launch_bounds__(kThreads, 1) moeRouteSmallKernel(MoeRoute r, M
 
 // ---- the matrix-vector path ---------------------------------------------------------------
 
-template <typename W>
-__device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
-  const W* tag = nullptr;
-  const float2 w0 = pairToFloat2(w.x, tag), w1 = pairToFloat2(w.y, tag);
-  const float2 w2 = pairToFloat2(w.z, tag), w3 = pairToFloat2(w.w, tag);
-  float s = w0.x * a.x;
-  s = fmaf(w0.y, a.y, s);
-  s = fmaf(w1.x, a.z, s);
-  s = fmaf(w1.y, a.w, s);
-  s = fmaf(w2.x, b.x, s);
-  s = fmaf(w2.y, b.y, s);
-  s = fmaf(w3.x, b.z, s);
-  s = fmaf(w3.y, b.w, s);
-  return s;
-}
-
 // acc[m][r] = x[m] . w[r] over `chunks` 16-byte chunks of the weight rows, reduced over the warp
 // (every lane gets the sums). x[m] rows of TX (float or W), 16-byte aligned.
 template <int M, int NR, typename W, typename TX>

@@ -43,6 +43,23 @@ __device__ __forceinline__ float2 pairToFloat2(uint32_t v, const __nv_bfloat16*)
 __device__ __forceinline__ float2 pairToFloat2(uint32_t v, const __half*) {
   return __half22float2(*reinterpret_cast<const __half2*>(&v));
 }
+// The dot product of 8 weights of type W (16 bytes) with 8 floats (a: the first 4), summed in
+// order from a product, then fma: the matrix-vector kernels' (cuda_gemv.cu, cuda_moe.cu) order.
+template <typename W>
+__device__ __forceinline__ float dot8(const uint4& w, const float4& a, const float4& b) {
+  const W* tag = nullptr;
+  const float2 w0 = pairToFloat2(w.x, tag), w1 = pairToFloat2(w.y, tag);
+  const float2 w2 = pairToFloat2(w.z, tag), w3 = pairToFloat2(w.w, tag);
+  float s = w0.x * a.x;
+  s = fmaf(w0.y, a.y, s);
+  s = fmaf(w1.x, a.z, s);
+  s = fmaf(w1.y, a.w, s);
+  s = fmaf(w2.x, b.x, s);
+  s = fmaf(w2.y, b.y, s);
+  s = fmaf(w3.x, b.z, s);
+  s = fmaf(w3.y, b.w, s);
+  return s;
+}
 __device__ __forceinline__ uint32_t floatsToPair(float lo, float hi, const __nv_bfloat16*) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
