@@ -131,46 +131,32 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
 
   // (n0 >= n only with NORM_IN / NORM_OUT: such warps add nothing, they only join the block's barriers.)
   int64_t c = n0 < n ? lane : chunks;
-  // U chunks per row in flight per iteration (all loads issued before any math).
-  for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
-    uint4 wv[U][R];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r) wv[u][r] = loadStreaming(rows[r] + c + 32 * u);
-#pragma unroll
-    for (int m = 0; m < M; ++m) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        float4 a, b;
-        xAt(m, c + 32 * u, a, b);
-#pragma unroll
-        for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
-      }
-    }
-  }
-  // The row's last (fewer than U) chunks of this lane, all loads again in flight at once: a
-  // width that is not a multiple of 256 * U features (Falcon's 4,544 and 18,176) would otherwise
-  // end every warp on one serialised memory latency per chunk. (Same order of the sums.)
-  if (c < chunks) {
+  // U chunks per row from `at` on, all loads issued before any math. kTail: the row's last (fewer
+  // than U) chunks of this lane, those past its end skipped: a width that is not a multiple of
+  // 256 * U features (Falcon's 4,544 and 18,176) then ends on one step with its loads in flight
+  // together, not one memory latency per chunk. (The sums in the same order either way.)
+  auto step = [&](int64_t at, auto tail_tag) {
+    constexpr bool kTail = decltype(tail_tag)::value;
     uint4 wv[U][R];
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        wv[u][r] = c + 32 * u < chunks ? loadStreaming(rows[r] + c + 32 * u) : uint4{};
+        wv[u][r] = !kTail || at + 32 * u < chunks ? loadStreaming(rows[r] + at + 32 * u) : uint4{};
 #pragma unroll
     for (int m = 0; m < M; ++m) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if (c + 32 * u >= chunks) break;
+        if (kTail && at + 32 * u >= chunks) break;
         float4 a, b;
-        xAt(m, c + 32 * u, a, b);
+        xAt(m, at + 32 * u, a, b);
 #pragma unroll
         for (int r = 0; r < R; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
       }
     }
-  }
+  };
+  for (; c + 32 * (U - 1) < chunks; c += 32 * U) step(c, std::false_type{});
+  if (c < chunks) step(c, std::true_type{});
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll

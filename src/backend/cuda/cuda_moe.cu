@@ -246,40 +246,28 @@ __device__ __forceinline__ void warpDots(const uint4* const* w, const TX* const*
 #pragma unroll
     for (int r = 0; r < NR; ++r) acc[m][r] = 0.0f;
   int64_t c = lane;
-  for (; c + 32 * (U - 1) < chunks; c += 32 * U) {
-    uint4 wv[U][NR];
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int r = 0; r < NR; ++r) wv[u][r] = loadStreaming(w[r] + c + 32 * u);
-#pragma unroll
-    for (int m = 0; m < M; ++m)
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        float4 a, b;
-        load8(x[m] + 8 * (c + 32 * u), a, b);
-#pragma unroll
-        for (int r = 0; r < NR; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
-      }
-  }
-  if (c < chunks) {  // the last (< U) chunks, loads all in flight (as cuda_gemv.cu)
+  // U chunks per row from `at` on, loads first; kTail: the row's last (< U), as cuda_gemv.cu.
+  auto step = [&](int64_t at, auto tail_tag) {
+    constexpr bool kTail = decltype(tail_tag)::value;
     uint4 wv[U][NR];
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int r = 0; r < NR; ++r)
-        wv[u][r] = c + 32 * u < chunks ? loadStreaming(w[r] + c + 32 * u) : uint4{};
+        wv[u][r] = !kTail || at + 32 * u < chunks ? loadStreaming(w[r] + at + 32 * u) : uint4{};
 #pragma unroll
     for (int m = 0; m < M; ++m)
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        if (c + 32 * u >= chunks) break;
+        if (kTail && at + 32 * u >= chunks) break;
         float4 a, b;
-        load8(x[m] + 8 * (c + 32 * u), a, b);
+        load8(x[m] + 8 * (at + 32 * u), a, b);
 #pragma unroll
         for (int r = 0; r < NR; ++r) acc[m][r] += dot8<W>(wv[u][r], a, b);
       }
-  }
+  };
+  for (; c + 32 * (U - 1) < chunks; c += 32 * U) step(c, std::false_type{});
+  if (c < chunks) step(c, std::true_type{});
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll
