@@ -256,6 +256,77 @@ TEST_P(ArchOps, LayerNorm) {
   }
 }
 
+// linearAddLayerNorms: the residual product then one or two LayerNorms of the residual (GPT-2's
+// o -> the MLP's norm, NeoX's down -> both input norms of the next block). On the GPU the same
+// bits as linearAdd and layerNorm one after another, whether the product's last block normalises
+// the rows (16-bit weights, steps of up to norm_split_rows rows) or not; against the CPU within
+// the LayerNorm test's bounds. Widths: 4104 (513 column groups: two passes of the statistics'
+// first warp), 1000, 77 (no 16-byte accesses), 17000 (a wide product: two rows per warp); one to
+// three rows. Each case runs after the last, so a count of finished blocks that was not reset
+// would show in the next case.
+TEST_P(ArchOps, LinearAddLayerNormsIsLinearAddThenLayerNorm) {
+  const DType act = gpu_->activationDtype();
+  const int64_t k = 264;
+  struct Case {
+    int64_t m, n;
+    int norms;
+    bool bias;
+  };
+  for (const Case& c :
+       {Case{1, 4104, 1, true}, Case{2, 4104, 2, true}, Case{1, 1000, 2, false}, Case{2, 77, 1, true},
+        Case{3, 1000, 2, true}, Case{1, 17000, 2, true}, Case{1, 4104, 1, true}}) {
+    std::vector<float> w = randomVec(static_cast<size_t>(c.n * k), rng_, 0.1f);
+    roundTo(w, weights());
+    auto [wc, wg] = weight(w, Shape{c.n, k});
+    auto [bc, bg] = weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n});
+    std::vector<std::pair<TensorView, TensorView>> g, b;
+    for (int i = 0; i < c.norms; ++i) {
+      g.push_back(weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n}));
+      b.push_back(weight(randomVec(static_cast<size_t>(c.n), rng_), Shape{c.n}));
+    }
+    std::vector<float> res = randomVec(static_cast<size_t>(c.m * c.n), rng_, 3.0f);
+    for (float& v : res) v += 20.0f;  // far from zero: the two-pass variance matters
+    const std::vector<float> x = randomVec(static_cast<size_t>(c.m * k), rng_);
+    for (DType od : operandDtypes()) {
+      const std::string what = "linearAddLayerNorms m " + std::to_string(c.m) + " n " + std::to_string(c.n) +
+                               " x" + std::to_string(c.norms) + (c.bias ? " bias" : "") + " -> " +
+                               std::string(dtypeName(od));
+      auto [xc, xg] = put(0, c.m, k, x, act);
+      auto [rc, rg] = put(1, c.m, c.n, res);
+      auto [r2c, r2g] = put(2, c.m, c.n, res);
+      std::vector<LayerNormOut> cpu_norms, fused_norms, plain_norms;
+      for (int i = 0; i < c.norms; ++i) {
+        auto [oc, og] = put(3 + i, c.m, c.n, {}, od);
+        auto [o2c, o2g] = put(5 + i, c.m, c.n, {}, od);
+        cpu_norms.push_back(LayerNormOut{g[i].first, c.bias ? &b[i].first : nullptr, oc});
+        fused_norms.push_back(LayerNormOut{g[i].second, c.bias ? &b[i].second : nullptr, og});
+        plain_norms.push_back(LayerNormOut{g[i].second, c.bias ? &b[i].second : nullptr, o2g});
+      }
+      cpu_->linearAddLayerNorms(xc, wc, &bc, rc, 1e-5f, cpu_norms);
+      gpu_->linearAddLayerNorms(xg, wg, &bg, rg, 1e-5f, fused_norms);
+      gpu_->linearAdd(xg, wg, &bg, r2g);
+      for (const LayerNormOut& n : plain_norms) gpu_->layerNorm(r2g, n.weight, n.bias, 1e-5f, n.out);
+      const std::vector<float> residual = get(*gpu_, rg);
+      EXPECT_EQ(0, std::memcmp(residual.data(), get(*gpu_, r2g).data(), residual.size() * sizeof(float)))
+          << what << ": residual differs from linearAdd's";
+      expectClose(residual, get(*cpu_, rc), 1e-5, 1e-4, what + " residual");
+      for (int i = 0; i < c.norms; ++i) {
+        const std::vector<float> fused = get(*gpu_, fused_norms[static_cast<size_t>(i)].out);
+        const std::vector<float> plain = get(*gpu_, plain_norms[static_cast<size_t>(i)].out);
+        for (size_t j = 0; j < fused.size(); ++j)
+          ASSERT_EQ(0, std::memcmp(&fused[j], &plain[j], sizeof(float)))
+              << what << ": norm " << i << " feature " << j << ": " << fused[j] << " vs layerNorm's "
+              << plain[j];
+        const std::vector<float> want = get(*cpu_, cpu_norms[static_cast<size_t>(i)].out);
+        if (od == DType::kF32)
+          expectClose(fused, want, 1e-4, 1e-3, what);
+        else
+          expectClose(fused, want, 3e-3, 2e-2, what, halfStep(od));
+      }
+    }
+  }
+}
+
 // activation(act): every activation, input and output F32 or the activation dtype, widths the
 // 8-wide kernel takes (344) and others (173), contiguous and strided views.
 TEST_P(ArchOps, Activation) {

@@ -11,6 +11,7 @@
 
 #include "backend/cuda/cuda_activation.h"
 #include "backend/cuda/cuda_kernels.h"
+#include "backend/cuda/cuda_norm.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
 
@@ -51,86 +52,18 @@ cudaError_t withAct(Act a, F&& f) {
 
 // ---- LayerNorm ----------------------------------------------------------------------------
 
-// The block's sum of v (blockDim.x a multiple of 32); every thread gets it. `red` holds 32 floats.
-__device__ float blockSum(float v, float* red) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  __syncthreads();  // `red` may still be read from a previous call
-  if (lane == 0) red[warp] = v;
-  __syncthreads();
-  float s = 0.0f;
-  for (int w = 0; w < warps; ++w) s += red[w];
-  return s;
-}
-
-// One block per row (up to 1024 threads): the mean, then the mean of the squared deviations
-// (biased variance), then the normalised, scaled and shifted row.
+// One block per row (up to 1024 threads): the statistics and values of cuda_norm.h, the order
+// and roundings that the matrix-vector product's last-block LayerNorm (cuda_gemv.cu) shares.
 template <typename TO>
 __global__ void layerNormKernel(const float* x, int64_t ld_x, const float* w, const float* b, float eps,
-                                int64_t cols, TO* out, int64_t ld_out) {
+                                int64_t cols, bool vec, TO* out, int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
-  __shared__ float red[32];
+  __shared__ float tile[1024];
   const int64_t r = blockIdx.x;
   const float* xr = x + r * ld_x;
-  const float n = static_cast<float>(cols);
-  float s = 0.0f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += xr[i];
-  const float mean = blockSum(s, red) / n;
-  float ss = 0.0f;
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-    const float d = xr[i] - mean;
-    ss += d * d;
-  }
-  const float inv = 1.0f / sqrtf(blockSum(ss, red) / n + eps);
-  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
-    storeFloat(out + r * ld_out + i, (xr[i] - mean) * inv * w[i] + (b != nullptr ? b[i] : 0.0f));
-}
-
-// layerNormKernel for rows of up to 4 * V * blockDim.x features (blockDim.x <= 256) with cols, the
-// row strides and the pointers multiples of 4 features (16 bytes): the row is read once, with
-// float4 loads, and kept in registers for both statistics and the output.
-template <typename TO, int V>
-__global__ void layerNormVecKernel(const float* x, int64_t ld_x, const float* w, const float* b, float eps,
-                                   int cols, TO* out, int64_t ld_out) {
-  pdlWait();
-  pdlLaunchDependents();
-  __shared__ float red[32];
-  const int64_t r = blockIdx.x;
-  const float4* xr = reinterpret_cast<const float4*>(x + r * ld_x);
-  const int n4 = cols / 4;
-  const float n = static_cast<float>(cols);
-  float4 v[V];
-  float s = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const int i = threadIdx.x + j * blockDim.x;
-    v[j] = i < n4 ? xr[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
-  }
-  const float mean = blockSum(s, red) / n;
-  float ss = 0.0f;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const int i = threadIdx.x + j * blockDim.x;
-    if (i < n4) {
-      const float dx = v[j].x - mean, dy = v[j].y - mean, dz = v[j].z - mean, dw = v[j].w - mean;
-      ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-    }
-  }
-  const float inv = 1.0f / sqrtf(blockSum(ss, red) / n + eps);
-  const float4* w4 = reinterpret_cast<const float4*>(w);
-  const float4* b4 = reinterpret_cast<const float4*>(b);
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    const int i = threadIdx.x + j * blockDim.x;
-    if (i >= n4) break;
-    const float4 g = w4[i];
-    const float4 c = b != nullptr ? b4[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    store4(out + r * ld_out + 4 * i,
-           make_float4((v[j].x - mean) * inv * g.x + c.x, (v[j].y - mean) * inv * g.y + c.y,
-                       (v[j].z - mean) * inv * g.z + c.z, (v[j].w - mean) * inv * g.w + c.w));
-  }
+  const float2 stats = layerNormStats<CachedLoads>(xr, cols, eps, vec, tile);
+  layerNormRow<CachedLoads>(xr, cols, stats, w, b, out + r * ld_out, vec);
 }
 
 // ---- element-wise -------------------------------------------------------------------------
@@ -283,27 +216,14 @@ __global__ void scaleSoftcapVecKernel(float* x, int64_t ld_x, int64_t rows, int6
 cudaError_t layerNorm(const float* x, int64_t ld_x, const float* w, const float* b, float eps, int64_t rows,
                       int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
-  // The vector kernel: 4 features per float4, up to 8 float4 per thread of up to 256.
-  const int64_t n4 = cols / 4;
-  const int threads = n4 >= 256 ? 256 : static_cast<int>((n4 + 31) / 32 * 32);
-  const int64_t per_thread = threads > 0 ? (n4 + threads - 1) / threads : 0;
-  const bool vec = cols % 4 == 0 && per_thread >= 1 && per_thread <= 8 && ld_x % 4 == 0 && ld_out % 4 == 0 &&
-                   aligned16(x) && aligned16(w) && (b == nullptr || aligned16(b)) &&
-                   reinterpret_cast<uintptr_t>(out) % 8 == 0 && (out_dtype != DType::kF32 || aligned16(out));
+  // 16-byte loads of 8 features (statistics) and 4 (values) where sizes and alignment allow.
+  const bool vec = cols % 8 == 0 && ld_x % 4 == 0 && ld_out % 4 == 0 && aligned16(x) && aligned16(w) &&
+                   (b == nullptr || aligned16(b)) && reinterpret_cast<uintptr_t>(out) % 8 == 0 &&
+                   (out_dtype != DType::kF32 || aligned16(out));
   return launched(withElementType(out_dtype, [&](auto tag) {
     using TO = decltype(tag);
-    TO* o = static_cast<TO*>(out);
-    const int c = static_cast<int>(cols);
-    if (vec && per_thread == 1)
-      return launchPdl(layerNormVecKernel<TO, 1>, rows, threads, 0, stream, x, ld_x, w, b, eps, c, o, ld_out);
-    if (vec && per_thread == 2)
-      return launchPdl(layerNormVecKernel<TO, 2>, rows, threads, 0, stream, x, ld_x, w, b, eps, c, o, ld_out);
-    if (vec && per_thread <= 4)
-      return launchPdl(layerNormVecKernel<TO, 4>, rows, threads, 0, stream, x, ld_x, w, b, eps, c, o, ld_out);
-    if (vec)
-      return launchPdl(layerNormVecKernel<TO, 8>, rows, threads, 0, stream, x, ld_x, w, b, eps, c, o, ld_out);
-    return launchPdl(layerNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, w, b, eps, cols, o,
-                     ld_out);
+    return launchPdl(layerNormKernel<TO>, rows, threadsFor(cols), 0, stream, x, ld_x, w, b, eps, cols, vec,
+                     static_cast<TO*>(out), ld_out);
   }));
 }
 
