@@ -91,9 +91,8 @@ struct CudaTuning {
   // the kernel wins at 1 row and ties at 2 (where the norm split needs it); from 3 rows on its
   // CUDA-core dot products lose to the tensor cores (batch-8 decode 4.78 vs 8.09 ms on an H200).
   int32_t gemv_rows = 2;
-  // The RMSNorm split over the decode products, and the LayerNorm in the residual product's last
-  // block, for steps of up to this many rows (0-8; the same bits either way): faster at 1-2 rows,
-  // slower at 4 (H200, RMSNorm).
+  // The RMSNorm split over the decode products for steps of up to this many rows (0-8; the same
+  // bits either way): faster at 1-2 rows, slower at 4 (H200).
   int32_t norm_split_rows = 2;
   // FP8 products (quantization fp8) of up to this many rows take the tensor-core matrix-vector
   // kernel, larger ones cuBLASLt's FP8 GEMM (0-8).

@@ -105,14 +105,6 @@ struct MoeRouting {
   bool renormalize = true;
 };
 
-// One LayerNorm of a residual stream that Backend::linearAddLayerNorms writes: out =
-// layerNorm(residual) with these weights and bias (null: none); out F32 or the activation dtype.
-struct LayerNormOut {
-  TensorView weight;
-  const TensorView* bias = nullptr;
-  TensorView out;
-};
-
 // A row-quantized activation view (dtype F8_E4M3 or I8, as Backend::productInputDtype names it):
 // the rows' codes at data (row stride the view's), then one float32 scale per row at this byte
 // offset, so that a row's values are its codes times its scale (core/fp8.h, core/int8.h). A
@@ -319,17 +311,6 @@ class Backend {
   // (HF nn.LayerNorm). x F32; weight, bias [cols]; out F32 or the activation dtype.
   virtual void layerNorm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
                          TensorView out) = 0;
-  // A residual product followed by the LayerNorm(s) of the residual that the next products read,
-  // as the LayerNorm families chain them (GPT-2's o -> the MLP's norm; down -> the next block's
-  // input norm, or its two with NeoX's parallel residual): residual += x W^T (+ bias), then
-  // layerNorm(residual, n.weight, n.bias, eps, n.out) for each of the one or two `norms`. What
-  // linearAdd and layerNorm do one after another (this default); the CUDA backend normalises in
-  // the product's last block for decode-sized steps, with the same bits.
-  virtual void linearAddLayerNorms(const TensorView& x, const TensorView& weight, const TensorView* bias,
-                                   TensorView residual, float eps, std::span<const LayerNormOut> norms) {
-    linearAdd(x, weight, bias, residual);
-    for (const LayerNormOut& n : norms) layerNorm(residual, n.weight, n.bias, eps, n.out);
-  }
   // out = act(x) element-wise; x and out [n, i], F32 or the activation dtype (MLPs without a gate).
   virtual void activation(Activation act, const TensorView& x, TensorView out) = 0;
   // out = act(x W^T (+ bias)): the product into `tmp` (scratch [n, out_features], F32 or the

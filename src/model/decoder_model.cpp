@@ -387,13 +387,6 @@ bool DecoderModel::fusedRmsLayers() const {
   return d.norm == NormKind::kRmsNorm && d.residual == ResidualWiring::kSequential && d.num_experts == 0;
 }
 
-bool DecoderModel::layerNormChain() const {
-  const DecoderDescription& d = config_.decoder;
-  return d.norm == NormKind::kLayerNorm && d.num_experts == 0 &&
-         (d.residual == ResidualWiring::kSequential || d.residual == ResidualWiring::kParallel ||
-          d.residual == ResidualWiring::kParallelTwoNorms);
-}
-
 DType DecoderModel::layersInputDtype(TensorView Layer::*w) const {
   const DType act = backend_.activationDtype();
   if (layers_.empty()) return act;
@@ -516,8 +509,6 @@ void DecoderModel::run(int64_t T, int64_t R) {
   if (pos_embed_.data != nullptr) backend_.addPositionEmbedding(pos_embed_, x);
   if (fusedRmsLayers()) {
     runFusedRmsLayers(x, h, qkv, attn_out, buf(kUp, T, d.mlp_gated ? 2 * I : I), buf(kAct, T, I));
-  } else if (layerNormChain()) {
-    runLayerNormLayers(x, h, qkv, attn_out, T);
   } else {
     for (size_t li = 0; li < layers_.size(); ++li) runLayer(layers_[li], static_cast<int64_t>(li), x, h, qkv, attn_out, T);
   }
@@ -573,72 +564,20 @@ void DecoderModel::runFusedRmsLayers(TensorView x, TensorView h, TensorView qkv,
   }
 }
 
-void DecoderModel::runLayerNormLayers(TensorView x, TensorView h, TensorView qkv, TensorView attn_out,
-                                      int64_t T) {
-  // Residual stream x; h the normed input of each block (and of GPT-2's MLP), h2 NeoX's second
-  // one. The residual product before a norm writes it (linearAddLayerNorms: on CUDA in the
-  // product's last block); with a communicator, x's all-reduce comes between, so the norms are
-  // ops of their own. The same ops in the same order as runLayer's.
-  const DecoderDescription& d = config_.decoder;
-  const auto eps = static_cast<float>(config_.norm_eps);
-  const bool two = d.residual == ResidualWiring::kParallelTwoNorms;
-  TensorView h2 =
-      two ? backend_.scratch(kNormed2, T, config_.hidden_size, slotDtype(kNormed2)) : TensorView();
-  LayerNormOut norms[2];
-  auto inputNorms = [&](const Layer& L) -> std::span<const LayerNormOut> {
-    norms[0] = LayerNormOut{L.attn_norm, optional(L.attn_norm_b), h};
-    if (!two) return {norms, 1};
-    norms[1] = LayerNormOut{L.mlp_norm, optional(L.mlp_norm_b), h2};
-    return {norms, 2};
-  };
-  auto addNorms = [&](const TensorView& in, const TensorView& w, const TensorView& b,
-                      std::span<const LayerNormOut> outs) {
-    if (comm_ == nullptr) {
-      backend_.linearAddLayerNorms(in, w, optional(b), x, eps, outs);
-      return;
-    }
-    rowParallelAdd(in, w, b, x);
-    for (const LayerNormOut& n : outs) backend_.layerNorm(x, n.weight, n.bias, eps, n.out);
-  };
-  for (const LayerNormOut& n : inputNorms(layers_[0])) backend_.layerNorm(x, n.weight, n.bias, eps, n.out);
-  for (size_t li = 0; li < layers_.size(); ++li) {
-    const Layer& L = layers_[li];
-    backend_.linear(h, L.qkv_w, optional(L.qkv_b), qkv);
-    attention(L, static_cast<int64_t>(li), qkv, attn_out);
-    if (d.residual == ResidualWiring::kSequential) {
-      const LayerNormOut mlp_norm{L.mlp_norm, optional(L.mlp_norm_b), h};
-      addNorms(attn_out, L.o_w, L.o_b, {&mlp_norm, 1});
-    } else {  // parallel: both branches read the block's input norms
-      rowParallelAdd(attn_out, L.o_w, L.o_b, x);
-    }
-    const TensorView act = mlpUp(L, two ? h2 : h, T);
-    if (li + 1 < layers_.size())
-      addNorms(act, L.down_w, L.down_b, inputNorms(layers_[li + 1]));
-    else
-      rowParallelAdd(act, L.down_w, L.down_b, x);
-  }
-}
-
-TensorView DecoderModel::mlpUp(const Layer& L, const TensorView& h, int64_t T) {
-  const int64_t I = config_.intermediate_size;
-  const DecoderDescription& d = config_.decoder;
-  TensorView up = backend_.scratch(kUp, T, d.mlp_gated ? 2 * I : I, slotDtype(kUp));
-  TensorView act = backend_.scratch(kAct, T, I, slotDtype(kAct));
-  if (!d.mlp_gated) {  // (the backend may apply the activation in the product)
-    backend_.linearActivation(d.activation, h, L.up_w, optional(L.up_b), up, act);
-  } else {
-    backend_.linear(h, L.up_w, optional(L.up_b), up);
-    mlpActivation(up, act);
-  }
-  return act;
-}
-
 void DecoderModel::mlpAdd(const Layer& L, const TensorView& h, TensorView x, int64_t T) {
   const ModelConfig& c = config_;
   const DecoderDescription& d = c.decoder;
   auto buf = [&](int slot, int64_t cols) { return backend_.scratch(slot, T, cols, slotDtype(slot)); };
   if (!L.moe) {
-    rowParallelAdd(mlpUp(L, h, T), L.down_w, L.down_b, x);
+    const int64_t I = c.intermediate_size;
+    TensorView up = buf(kUp, d.mlp_gated ? 2 * I : I), act = buf(kAct, I);
+    if (!d.mlp_gated) {  // (the backend may apply the activation in the product)
+      backend_.linearActivation(d.activation, h, L.up_w, optional(L.up_b), up, act);
+    } else {
+      backend_.linear(h, L.up_w, optional(L.up_b), up);
+      mlpActivation(up, act);
+    }
+    rowParallelAdd(act, L.down_w, L.down_b, x);
     return;
   }
   // Tensor parallelism: every expert (and the shared expert) is split by its intermediate

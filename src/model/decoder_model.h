@@ -104,8 +104,6 @@ class DecoderModel {
 
   // Llama-style blocks (RMSNorm, sequential, dense MLP): runFusedRmsLayers.
   bool fusedRmsLayers() const;
-  // LayerNorm families with dense MLPs and sequential or parallel residuals (runLayerNormLayers).
-  bool layerNormChain() const;
   // The dtype every layer's products with weights `w` (a Layer member) take their input in
   // (Backend::productInputDtype) when they all agree, else the activation dtype.
   DType layersInputDtype(TensorView Layer::*w) const;
@@ -134,17 +132,12 @@ class DecoderModel {
   // Llama-style blocks (RMSNorm, sequential): products chained through linearAddNormLinear.
   void runFusedRmsLayers(TensorView x, TensorView h, TensorView qkv, TensorView attn_out, TensorView up,
                          TensorView act);
-  // LayerNorm families (layerNormChain): each residual product writes the norms the next
-  // products read (linearAddLayerNorms).
-  void runLayerNormLayers(TensorView x, TensorView h, TensorView qkv, TensorView attn_out, int64_t tokens);
   // Any other wiring, op by op.
   void runLayer(const Layer& L, int64_t layer, TensorView x, TensorView h, TensorView qkv, TensorView attn_out,
                 int64_t tokens);
   void attention(const Layer& L, int64_t layer, TensorView qkv, TensorView attn_out);
   // x += the layer's MLP (dense, or mixture of experts) of the normed rows h.
   void mlpAdd(const Layer& L, const TensorView& h, TensorView x, int64_t tokens);
-  // A dense MLP's activations (the down product's input) from the normed rows h.
-  TensorView mlpUp(const Layer& L, const TensorView& h, int64_t tokens);
   void mlpActivation(const TensorView& up, TensorView act);
   void norm(const TensorView& x, const TensorView& w, const TensorView& b, TensorView out);
 

@@ -11,7 +11,6 @@
 
 #include "backend/cuda/cuda_activation.h"
 #include "backend/cuda/cuda_kernels.h"
-#include "backend/cuda/cuda_norm.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
 
@@ -52,18 +51,93 @@ cudaError_t withAct(Act a, F&& f) {
 
 // ---- LayerNorm ----------------------------------------------------------------------------
 
-// One block per row (up to 1024 threads): the statistics and values of cuda_norm.h, the order
-// and roundings that the matrix-vector product's last-block LayerNorm (cuda_gemv.cu) shares.
+constexpr int kLayerNormGroup = 8;
+
+// The sum over row xr (cols features) of f(feature), returned to every thread of the block:
+// groups of kLayerNormGroup consecutive features, each summed in feature order (thread t takes
+// groups t, t + blockDim.x, ...); lane l of the first warp adds groups l, l + 32, ... in order
+// (an order that does not depend on blockDim.x); then the lanes' sums by xor shuffles. vec: cols
+// a multiple of 8 and xr 16-byte aligned (two float4 loads per group; the same sums). `tile`
+// holds blockDim.x floats.
+template <typename F>
+__device__ __forceinline__ float groupedRowSum(const float* xr, int64_t cols, bool vec, F f, float* tile) {
+  const int64_t parts = (cols + kLayerNormGroup - 1) / kLayerNormGroup;
+  float s = 0.0f;
+  for (int64_t base = 0; base < parts; base += blockDim.x) {
+    const int64_t q = base + threadIdx.x;
+    float v = 0.0f;
+    if (q < parts) {
+      const int64_t j0 = q * kLayerNormGroup;
+      if (vec) {
+        const float4 a = *reinterpret_cast<const float4*>(xr + j0),
+                     b = *reinterpret_cast<const float4*>(xr + j0 + 4);
+        v = f(a.x);
+        v = __fadd_rn(v, f(a.y));
+        v = __fadd_rn(v, f(a.z));
+        v = __fadd_rn(v, f(a.w));
+        v = __fadd_rn(v, f(b.x));
+        v = __fadd_rn(v, f(b.y));
+        v = __fadd_rn(v, f(b.z));
+        v = __fadd_rn(v, f(b.w));
+      } else {
+        v = f(xr[j0]);
+        for (int64_t j = j0 + 1; j < j0 + kLayerNormGroup && j < cols; ++j) v = __fadd_rn(v, f(xr[j]));
+      }
+    }
+    __syncthreads();  // the first warp has added the previous tile
+    tile[threadIdx.x] = v;
+    __syncthreads();
+    if (threadIdx.x < 32)
+      for (int64_t t = threadIdx.x; t < blockDim.x && base + t < parts; t += 32) s = __fadd_rn(s, tile[t]);
+  }
+  __syncthreads();  // every tile read before tile[0] is overwritten
+  if (threadIdx.x < 32) {
+    for (int o = 16; o > 0; o >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
+    if (threadIdx.x == 0) tile[0] = s;
+  }
+  __syncthreads();
+  const float total = tile[0];
+  __syncthreads();  // (tile is reused by the next call)
+  return total;
+}
+
+// One block per row (128-1024 threads): the mean, then the biased variance of the deviations
+// (torch's layer_norm), each a groupedRowSum, then (x - mean) * inv and * w + b in one rounding;
+// vec: 16-byte accesses (cols a multiple of 8, aligned rows).
 template <typename TO>
 __global__ void layerNormKernel(const float* x, int64_t ld_x, const float* w, const float* b, float eps,
                                 int64_t cols, bool vec, TO* out, int64_t ld_out) {
   pdlWait();
   pdlLaunchDependents();
   __shared__ float tile[1024];
-  const int64_t r = blockIdx.x;
-  const float* xr = x + r * ld_x;
-  const float2 stats = layerNormStats<CachedLoads>(xr, cols, eps, vec, tile);
-  layerNormRow<CachedLoads>(xr, cols, stats, w, b, out + r * ld_out, vec);
+  const float* xr = x + static_cast<int64_t>(blockIdx.x) * ld_x;
+  TO* o = out + static_cast<int64_t>(blockIdx.x) * ld_out;
+  const float n = static_cast<float>(cols);
+  const float mean = __fdiv_rn(groupedRowSum(
+                                   xr, cols, vec, [](float v) { return v; }, tile),
+                               n);
+  const float ss = groupedRowSum(
+      xr, cols, vec,
+      [mean](float v) {
+        const float d = __fsub_rn(v, mean);
+        return __fmul_rn(d, d);
+      },
+      tile);
+  const float inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, n), eps)));
+  auto value = [&](float v, float g, float c) { return __fmaf_rn(__fmul_rn(__fsub_rn(v, mean), inv), g, c); };
+  if (vec) {
+    for (int64_t i = 4 * static_cast<int64_t>(threadIdx.x); i < cols;
+         i += 4 * static_cast<int64_t>(blockDim.x)) {
+      const float4 v = *reinterpret_cast<const float4*>(xr + i), g = *reinterpret_cast<const float4*>(w + i);
+      const float4 c =
+          b != nullptr ? *reinterpret_cast<const float4*>(b + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      store4(o + i, make_float4(value(v.x, g.x, c.x), value(v.y, g.y, c.y), value(v.z, g.z, c.z),
+                                value(v.w, g.w, c.w)));
+    }
+    return;
+  }
+  for (int64_t i = threadIdx.x; i < cols; i += blockDim.x)
+    storeFloat(o + i, value(xr[i], w[i], b != nullptr ? b[i] : 0.0f));
 }
 
 // ---- element-wise -------------------------------------------------------------------------
@@ -168,8 +242,8 @@ __global__ void addRowsVecKernel(const T* y, int64_t ld_y, int64_t rows, int64_t
 
 // residual[r, c] += sigmoid(gate[r]) * y[r, c]: the product rounded, then added (the CPU's order).
 template <typename T>
-__global__ void sigmoidGatedAddKernel(const T* y, int64_t ld_y, const float* gate, int64_t ld_gate, int64_t rows,
-                                      int64_t cols, float* res, int64_t ld_res) {
+__global__ void sigmoidGatedAddKernel(const T* y, int64_t ld_y, const float* gate, int64_t ld_gate,
+                                      int64_t rows, int64_t cols, float* res, int64_t ld_res) {
   pdlWait();
   pdlLaunchDependents();
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -298,12 +372,13 @@ cudaError_t addRows(const void* y, DType y_dtype, int64_t ld_y, int64_t rows, in
 }
 
 cudaError_t sigmoidGatedAdd(const void* y, DType y_dtype, int64_t ld_y, const float* gate, int64_t ld_gate,
-                            int64_t rows, int64_t cols, float* residual, int64_t ld_res, cudaStream_t stream) {
+                            int64_t rows, int64_t cols, float* residual, int64_t ld_res,
+                            cudaStream_t stream) {
   if (rows * cols == 0) return cudaSuccess;
   return launched(withElementType(y_dtype, [&](auto tag) {
     using T = decltype(tag);
-    return launchPdl(sigmoidGatedAddKernel<T>, grid2(rows, cols), kThreads, 0, stream, static_cast<const T*>(y),
-                     ld_y, gate, ld_gate, rows, cols, residual, ld_res);
+    return launchPdl(sigmoidGatedAddKernel<T>, grid2(rows, cols), kThreads, 0, stream,
+                     static_cast<const T*>(y), ld_y, gate, ld_gate, rows, cols, residual, ld_res);
   }));
 }
 

@@ -164,19 +164,7 @@ Status CudaBackend::reserveWorkspace(int64_t max_tokens, int64_t max_width) {
     reserve(results_.slot(i).argmax, static_cast<size_t>(max_tokens) * sizeof(int32_t), false);
   reserve(norm_sums_, static_cast<size_t>(cuda::kGemvMaxRows * ((max_width + cuda::kGemvNormGroup - 1) /
                                                                   cuda::kGemvNormGroup)) * sizeof(float));
-  lnCounterReady();
   return error_;  // set by a failed reserve
-}
-
-bool CudaBackend::lnCounterReady() {
-  if (ln_counter_.bytes() > 0) return true;
-  if (!reserve(ln_counter_, sizeof(unsigned))) return false;
-  if (const cudaError_t e = cudaMemsetAsync(ln_counter_.get(), 0, sizeof(unsigned), stream_.get());
-      e != cudaSuccess) {
-    fail(cudaStatus(e, "cudaMemsetAsync", __FILE__, __LINE__));
-    return false;
-  }
-  return true;
 }
 
 void CudaBackend::recordOrReplay(uint64_t key, const std::function<void()>& body) {

@@ -147,8 +147,6 @@ class CudaBackend final : public Backend {
   // The ops only some architectures use (cuda_backend_arch_ops.cpp, kernels in cuda_arch_ops.cu).
   void layerNorm(const TensorView& x, const TensorView& weight, const TensorView* bias, float eps,
                  TensorView out) override;
-  void linearAddLayerNorms(const TensorView& x, const TensorView& weight, const TensorView* bias,
-                           TensorView residual, float eps, std::span<const LayerNormOut> norms) override;
   void activation(Activation act, const TensorView& x, TensorView out) override;
   // Products the matrix-vector kernel takes (16-bit weights, decode-sized steps, out of tmp's
   // dtype F32 or the weights'): the activation in its epilogue (tuning act_fusion). Else the two ops.
@@ -304,8 +302,6 @@ class CudaBackend final : public Backend {
   int64_t int4_max_elems_ = 0;  // the largest 4-bit weight (n * k): int4_w_'s size
   PoolBuffer int4_w_;           // a 4-bit weight dequantized for a cuBLASLt product
   PoolBuffer norm_sums_;  // linearAddNormLinear (split): sums of squares of the residual's 8-column groups
-  PoolBuffer ln_counter_;  // linearAddLayerNorms (in the last block): the product's count of finished blocks
-  bool lnCounterReady();   // ln_counter_ allocated and zeroed (outside recording)
   PoolBuffer partial_;    // split-key attention partial states
   PoolBuffer alibi_;      // setAttentionExtras: the ALiBi slopes, one per query head
   // moeAdd: routing, grouping and both products' outputs (cuda_backend_moe.cpp); sized outside

@@ -192,54 +192,6 @@ void CudaBackend::linearAddNormLinear(const TensorView& x, const TensorView& w1,
                                  b2 ? f32(*b2) : nullptr, out.data, out.dtype, ld(out), false, stream_.get(), &ni));
 }
 
-// Steps of up to norm_split_rows rows that the matrix-vector kernel serves: the residual product's
-// last block writes the LayerNorms (cuda::GemvLayerNorms), no norm kernel after it; the bits of
-// linearAdd then layerNorm (the same statistics and values, cuda_norm.h). Everything else: those
-// two ops.
-void CudaBackend::linearAddLayerNorms(const TensorView& x, const TensorView& w, const TensorView* bias,
-                                      TensorView residual, float eps, std::span<const LayerNormOut> norms) {
-  if (failed()) return;
-  const int64_t m = rows(x), n = w.shape[0];
-  const CudaTuning& t = tuning();
-  auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  bool split = m >= 1 && m <= t.norm_split_rows && m <= t.gemv_rows && t.gemv && isHalf(w.dtype) &&
-               (x.dtype == DType::kF32 || x.dtype == w.dtype) && residual.dtype == DType::kF32 &&
-               rows(residual) == m && cols(residual) == n && w.shape[1] == cols(x) && !norms.empty() &&
-               norms.size() <= 2 && cuda::gemvSupported(x.data, x.dtype, ld(x), m, cols(x));
-  bool vec = n % 8 == 0 && ld(residual) % 4 == 0 && aligned16(residual.data);
-  cuda::GemvLayerNorms ln;
-  for (size_t i = 0; split && i < norms.size(); ++i) {
-    const LayerNormOut& o = norms[i];
-    split = o.weight.dtype == DType::kF32 && o.weight.numel() == n &&
-            (o.bias == nullptr || (o.bias->dtype == DType::kF32 && o.bias->numel() == n)) &&
-            (o.out.dtype == DType::kF32 || o.out.dtype == w.dtype) && rows(o.out) == m && cols(o.out) == n;
-    if (!split) break;
-    const bool half = o.out.dtype != DType::kF32;
-    vec = vec && aligned16(o.weight.data) && (o.bias == nullptr || aligned16(o.bias->data)) &&
-          ld(o.out) % 4 == 0 && reinterpret_cast<uintptr_t>(o.out.data) % (half ? 8 : 16) == 0;
-    ln.g[i] = f32(o.weight);
-    ln.b[i] = o.bias != nullptr ? f32(*o.bias) : nullptr;
-    ln.out[i] = o.out.data;
-    ln.out_half[i] = half;
-    ln.ld_out[i] = ld(o.out);
-  }
-  if (!split || !lnCounterReady()) {
-    Backend::linearAddLayerNorms(x, w, bias, residual, eps, norms);
-    return;
-  }
-  ln.count = static_cast<int>(norms.size());
-  ln.eps = eps;
-  ln.vec = vec;
-  ln.counter = static_cast<unsigned*>(ln_counter_.get());
-  OpScope scope(this, [&] {
-    return strprintf("linearAdd+layerNorm%s gemv m<=%lld n=%lld k=%lld", norms.size() == 2 ? "x2" : "",
-                     rowBucket(m), static_cast<long long>(n), static_cast<long long>(cols(x)));
-  });
-  LLMRT_CUDA_OP_CHECK(cuda::gemv(x.data, x.dtype, ld(x), w.data, w.dtype, m, cols(x), n,
-                                 bias ? f32(*bias) : nullptr, residual.data, DType::kF32, ld(residual), true,
-                                 stream_.get(), nullptr, nullptr, std::nullopt, &ln));
-}
-
 void CudaBackend::linear(const TensorView& x, const TensorView& w, const TensorView* bias, TensorView out) {
   product(x, w, bias, out, false);
 }

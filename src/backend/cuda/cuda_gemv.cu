@@ -15,11 +15,6 @@
 // shared memory), then reads those rows as its x, scaling and rounding each entry as rmsNorm()
 // stores it: the same bits as the norm kernel and the plain product.
 //
-// A LayerNorm after a residual product (the LayerNorm families) runs in the product's last block
-// (`layer_norms`, GemvLayerNorms): each block counts itself once its residual entries are stored;
-// the last to count reads the whole rows back through L2 and writes the normed rows with
-// layerNorm()'s functions (cuda_norm.h): its bits, with one kernel and one launch boundary fewer.
-//
 // An MLP activation after a product (MLPs without a gate: GPT-2, GPT-J, NeoX, Falcon) can run in
 // its epilogue (`act`): each output is rounded to out's type as the product stores it, then the
 // activation kernel's function (cuda_activation.h) is applied and the result stored: the bits of
@@ -33,7 +28,6 @@
 
 #include "backend/cuda/cuda_activation.h"
 #include "backend/cuda/cuda_kernels.h"
-#include "backend/cuda/cuda_norm.h"
 #include "backend/cuda/cuda_pdl.h"
 #include "backend/cuda/cuda_vec.h"
 
@@ -72,50 +66,18 @@ __device__ __forceinline__ void rowsInvRms(const GemvNormIn& norm_in, int64_t k,
   }
 }
 
-// The LayerNorms of the M residual rows [M, n] (row stride ld) once every block of the grid has
-// stored its entries, by the last block to finish (GemvLayerNorms). Every thread fences its stores
-// before its block counts itself; the last block fences again and reads the rows through L2.
-template <int M, typename W>
-__device__ __forceinline__ void layerNormsInLastBlock(const float* residual, int64_t ld, int64_t n,
-                                                      const GemvLayerNorms& ln) {
-  __shared__ unsigned ticket;
-  __shared__ float tile[kWarps * 32];
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) ticket = atomicAdd(ln.counter, 1u);
-  __syncthreads();
-  if (ticket != gridDim.x - 1) return;
-  __threadfence();
-#pragma unroll 1
-  for (int m = 0; m < M; ++m) {
-    const float* row = residual + m * ld;
-    const float2 stats = layerNormStats<L2Loads>(row, n, ln.eps, ln.vec, tile);
-#pragma unroll 1
-    for (int i = 0; i < ln.count; ++i) {
-      if (ln.out_half[i])
-        layerNormRow<L2Loads>(row, n, stats, ln.g[i], ln.b[i], static_cast<W*>(ln.out[i]) + m * ln.ld_out[i],
-                              ln.vec);
-      else
-        layerNormRow<L2Loads>(row, n, stats, ln.g[i], ln.b[i],
-                              static_cast<float*>(ln.out[i]) + m * ln.ld_out[i], ln.vec);
-    }
-  }
-  if (threadIdx.x == 0) *ln.counter = 0u;
-}
-
 // W: the weights' type (__nv_bfloat16 or __half); TX: x's type, float or W; out float or W (out_half).
 // NORM_IN: x holds the rows g * residual rounded to TX (norm_in), each entry scaled by the row's
 // 1 / rms and rounded to TX again (float: not rounded) before use; NORM_OUT: out is the float32
 // residual (accumulate) and the rows' norm inputs go to norm_out. act >= 0: the activation
 // (Act) of each output rounded to out's type (plain products only: not with accumulate, NORM_IN
-// or NORM_OUT, whose kernels are compiled without it). LN_LAST: out is the float32 residual
-// (accumulate) and the grid's last block writes its LayerNorms (ln).
-template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT, bool LN_LAST>
+// or NORM_OUT, whose kernels are compiled without it).
+template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x, const W* __restrict__ w,
                                          int64_t k, int64_t n, const float* __restrict__ bias,
                                          void* __restrict__ out, bool out_half, int64_t ld_out,
                                          bool accumulate, int prefetch, const GemvNormIn& norm_in,
-                                         const GemvNormOut& norm_out, int act, const GemvLayerNorms& ln) {
+                                         const GemvNormOut& norm_out, int act) {
   const int lane = threadIdx.x % 32;
   const int64_t n0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * R;
   const uint4* rows[R];
@@ -160,15 +122,14 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
     }
   };
   // Warps past the last row leave now, except where the block's shared values need every warp.
-  if (!NORM_IN && !NORM_OUT && !LN_LAST && n0 >= n) return;
+  if (!NORM_IN && !NORM_OUT && n0 >= n) return;
   float acc[M][R];
 #pragma unroll
   for (int m = 0; m < M; ++m)
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[m][r] = 0.0f;
 
-  // (n0 >= n only with NORM_IN / NORM_OUT / LN_LAST: such warps add nothing, they only join the block's
-  // barriers.)
+  // (n0 >= n only with NORM_IN / NORM_OUT: such warps add nothing, they only join the block's barriers.)
   int64_t c = n0 < n ? lane : chunks;
   // U chunks per row from `at` on, all loads issued before any math. kTail: the row's last (fewer
   // than U) chunks of this lane, those past its end skipped: a width that is not a multiple of
@@ -215,7 +176,7 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
         float sq = 0.0f;
         if (n0 + r < n) {
           float v = acc[m][r] + (bias ? bias[n0 + r] : 0.0f);
-          if constexpr (!NORM_IN && !NORM_OUT && !LN_LAST)  // the norm variants leave the activation code out
+          if constexpr (!NORM_IN && !NORM_OUT)  // the norm variants leave the activation code out
             if (act >= 0)
               v = activate(static_cast<Act>(act), out_half ? roundAs(v, static_cast<const W*>(nullptr)) : v);
           if (out_half) {
@@ -253,25 +214,24 @@ __device__ __forceinline__ void gemvBody(const TX* __restrict__ x, int64_t ld_x,
       if (group < parts) norm_out.sums[m * parts + group] = v;
     }
   }
-  if constexpr (LN_LAST) layerNormsInLastBlock<M, W>(static_cast<const float*>(out), ld_out, n, ln);
 }
 
 #define LLMRT_GEMV_PARAMS                                                                    \
   const TX *__restrict__ x, int64_t ld_x, const W *__restrict__ w, int64_t k, int64_t n,     \
       const float *__restrict__ bias, void *__restrict__ out, bool out_half, int64_t ld_out, \
-      bool accumulate, int prefetch, GemvNormIn norm_in, GemvNormOut norm_out, int act, GemvLayerNorms ln
+      bool accumulate, int prefetch, GemvNormIn norm_in, GemvNormOut norm_out, int act
 #define LLMRT_GEMV_ARGS \
-  x, ld_x, w, k, n, bias, out, out_half, ld_out, accumulate, prefetch, norm_in, norm_out, act, ln
-template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT, bool LN_LAST>
+  x, ld_x, w, k, n, bias, out, out_half, ld_out, accumulate, prefetch, norm_in, norm_out, act
+template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __global__ void __launch_bounds__(kWarps * 32) gemvKernel(LLMRT_GEMV_PARAMS) {
-  gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT, LN_LAST>(LLMRT_GEMV_ARGS);
+  gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
 }
 // The NORM_IN products of one or two rows with a row per warp (q/k/v) held to the registers of
 // the plain kernel: the sums' pass must not cost q/k/v (768 blocks) its single wave (6 blocks per
 // SM at one row, 40 registers; 4 at two, 64 registers: a 48-register bound spilled 76 bytes).
-template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT, bool LN_LAST>
+template <int M, int R, int U, typename W, typename TX, bool NORM_IN, bool NORM_OUT>
 __global__ void __launch_bounds__(kWarps * 32, M == 1 ? 6 : 4) gemvKernelBounded(LLMRT_GEMV_PARAMS) {
-  gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT, LN_LAST>(LLMRT_GEMV_ARGS);
+  gemvBody<M, R, U, W, TX, NORM_IN, NORM_OUT>(LLMRT_GEMV_ARGS);
 }
 #undef LLMRT_GEMV_PARAMS
 #undef LLMRT_GEMV_ARGS
@@ -284,8 +244,7 @@ constexpr int rowsPerWarp(int64_t m, int64_t n) { return m <= 2 ? (n <= 16384 ? 
 template <int M, int R, typename W, int U = (M <= 2 ? 4 : 2)>
 cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t k, int64_t n,
                    const float* bias, void* out, DType out_dtype, int64_t ld_out, bool accumulate,
-                   const GemvNormIn* norm_in, const GemvNormOut* norm_out, int act,
-                   const GemvLayerNorms* layer_norms, cudaStream_t stream) {
+                   const GemvNormIn* norm_in, const GemvNormOut* norm_out, int act, cudaStream_t stream) {
   const int64_t rows_per_block = static_cast<int64_t>(kWarps) * R;
   const unsigned blocks = static_cast<unsigned>((n + rows_per_block - 1) / rows_per_block);
   const auto* wb = static_cast<const W*>(w);
@@ -294,28 +253,24 @@ cudaError_t launch(const void* x, DType x_dtype, int64_t ld_x, const void* w, in
   const int prefetch = pdlEnabled() ? static_cast<int>(std::min<int64_t>(8, (int64_t{16} << 20) / (n * 512))) : 0;
   const GemvNormIn in = norm_in ? *norm_in : GemvNormIn{};
   const GemvNormOut no = norm_out ? *norm_out : GemvNormOut{};
-  const GemvLayerNorms ln = layer_norms ? *layer_norms : GemvLayerNorms{};
-  // Each (x type, norm part) pair is its own kernel; a product takes the normed rows in, writes
-  // them out or normalises its rows in its last block, one of the three at most.
-  auto go = [&](auto tx_tag, auto norm_in_tag, auto norm_out_tag, auto ln_tag) {
+  // Each (x type, norm part) pair is its own kernel; a product takes the normed rows in or writes
+  // them out, not both.
+  auto go = [&](auto tx_tag, auto norm_in_tag, auto norm_out_tag) {
     using TX = decltype(tx_tag);
     constexpr bool kIn = decltype(norm_in_tag)::value, kOut = decltype(norm_out_tag)::value;
-    constexpr bool kLn = decltype(ln_tag)::value;
     if constexpr (kIn && R == 1)
-      return launchPdl(gemvKernelBounded<M, R, U, W, TX, kIn, kOut, kLn>, blocks, kWarps * 32, 0, stream,
+      return launchPdl(gemvKernelBounded<M, R, U, W, TX, kIn, kOut>, blocks, kWarps * 32, 0, stream,
                        static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate,
-                       prefetch, in, no, act, ln);
+                       prefetch, in, no, act);
     else
-      return launchPdl(gemvKernel<M, R, U, W, TX, kIn, kOut, kLn>, blocks, kWarps * 32, 0, stream,
+      return launchPdl(gemvKernel<M, R, U, W, TX, kIn, kOut>, blocks, kWarps * 32, 0, stream,
                        static_cast<const TX*>(x), ld_x, wb, k, n, bias, out, out_half, ld_out, accumulate,
-                       prefetch, in, no, act, ln);
+                       prefetch, in, no, act);
   };
   auto withX = [&](auto tx_tag) {
-    const std::false_type no_tag{};
-    if (norm_in) return go(tx_tag, std::true_type{}, no_tag, no_tag);
-    if (norm_out) return go(tx_tag, no_tag, std::true_type{}, no_tag);
-    if (layer_norms) return go(tx_tag, no_tag, no_tag, std::true_type{});
-    return go(tx_tag, no_tag, no_tag, no_tag);
+    if (norm_in) return go(tx_tag, std::true_type{}, std::false_type{});
+    if (norm_out) return go(tx_tag, std::false_type{}, std::true_type{});
+    return go(tx_tag, std::false_type{}, std::false_type{});
   };
   return x_dtype != DType::kF32 ? withX(W{}) : withX(float{});
 }
@@ -324,11 +279,11 @@ template <typename W>
 cudaError_t launchFor(const void* x, DType x_dtype, int64_t ld_x, const void* w, int64_t m, int64_t k,
                       int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
                       bool accumulate, const GemvNormIn* norm_in, const GemvNormOut* norm_out, int act,
-                      const GemvLayerNorms* layer_norms, cudaStream_t stream) {
+                      cudaStream_t stream) {
   const bool wide = rowsPerWarp(m, n) == 2;
 #define LLMRT_GEMV_LAUNCH(M, R)                                                                           \
   launch<M, R, W>(x, x_dtype, ld_x, w, k, n, bias, out, out_dtype, ld_out, accumulate, norm_in, norm_out, \
-                  act, layer_norms, stream)
+                  act, stream)
   switch (m) {
     case 1: return wide ? LLMRT_GEMV_LAUNCH(1, 2) : LLMRT_GEMV_LAUNCH(1, 1);
     case 2: return wide ? LLMRT_GEMV_LAUNCH(2, 2) : LLMRT_GEMV_LAUNCH(2, 1);
@@ -354,22 +309,19 @@ bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m,
                  int64_t k, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
                  bool accumulate, cudaStream_t stream, const GemvNormIn* norm_in, const GemvNormOut* norm_out,
-                 std::optional<Act> act, const GemvLayerNorms* layer_norms) {
+                 std::optional<Act> act) {
   if (n == 0) return cudaSuccess;
   if (!gemvSupported(x, x_dtype, ld_x, m, k) || reinterpret_cast<uintptr_t>(w) % 16 != 0 ||
       (x_dtype != DType::kF32 && x_dtype != w_dtype) || (out_dtype != DType::kF32 && out_dtype != w_dtype) ||
       (accumulate && out_dtype != DType::kF32) || (norm_in && norm_out) ||
-      (act && (accumulate || norm_in || norm_out || layer_norms)) || (layer_norms && (norm_in || norm_out)) ||
-      (layer_norms && (!accumulate || out_dtype != DType::kF32 || layer_norms->count < 1 ||
-                       layer_norms->count > 2 || layer_norms->counter == nullptr)) ||
+      (act && (accumulate || norm_in || norm_out)) ||
       (norm_in && (norm_in->sums == nullptr || norm_in->parts < 1)) ||
       (norm_out && (out_dtype != DType::kF32 || norm_out->g == nullptr || norm_out->normed == nullptr ||
                     norm_out->sums == nullptr)))
     return cudaErrorInvalidValue;
   return withHalfType(w_dtype, [&](auto tag) {
     return launchFor<decltype(tag)>(x, x_dtype, ld_x, w, m, k, n, bias, out, out_dtype, ld_out, accumulate,
-                                    norm_in, norm_out, act ? static_cast<int>(*act) : -1, layer_norms,
-                                    stream);
+                                    norm_in, norm_out, act ? static_cast<int>(*act) : -1, stream);
   });
 }
 

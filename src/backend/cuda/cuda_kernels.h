@@ -53,8 +53,7 @@ cudaError_t siluMulQuantize(const void* gu, DType gu_dtype, int64_t ld_gu, int64
 // The MLP activations (backend.h's Activation, in its order).
 enum class Act : uint8_t { kSilu, kGelu, kGeluTanh, kRelu };
 // out = (x - mean) * rsqrt(var + eps) * w (+ b) per row: mean, then the biased variance of the
-// deviations, in float32 (torch's layer_norm), summed in cuda_norm.h's order (the order of gemv's
-// GemvLayerNorms: the same bits); x F32, w and b (null: none) F32 [cols], out any.
+// deviations, in float32 (torch's layer_norm); x F32, w and b (null: none) F32 [cols], out any.
 cudaError_t layerNorm(const float* x, int64_t ld_x, const float* w, const float* b, float eps, int64_t rows,
                       int64_t cols, void* out, DType out_dtype, int64_t ld_out, cudaStream_t stream);
 // out = act(x) element-wise (x and out any).
@@ -344,30 +343,12 @@ struct GemvNormOut {
   int64_t ld_normed = 0;
   float* sums = nullptr;  // [m, ceil(n / kGemvNormGroup)]
 };
-// The LayerNorm (or two) of the residual rows a product accumulates into, computed by the
-// product's last block to finish (each block counts itself in `counter` after its stores; the
-// last one normalises the whole rows): layerNorm()'s statistics and values to the bit
-// (cuda_norm.h), with no kernel of its own between the residual product and the next products
-// (GPT-2 o -> the MLP's norm; the LayerNorm families' down -> the next block's input norms).
-// out[i] [m, n] holds F32 or the weights' type (out_half[i]), rows 16-byte aligned for vec.
-struct GemvLayerNorms {
-  int count = 0;  // 1 or 2
-  const float* g[2] = {};
-  const float* b[2] = {};  // (null: no bias)
-  void* out[2] = {};
-  bool out_half[2] = {};
-  int64_t ld_out[2] = {};
-  float eps = 0.0f;
-  bool vec = false;             // n % 8 == 0 and every row, g and b 16-byte aligned
-  unsigned* counter = nullptr;  // 0 at the launch; the last block sets it back to 0
-};
 constexpr int64_t kGemvMaxRows = 8;
 bool gemvSupported(const void* x, DType x_dtype, int64_t ld_x, int64_t m, int64_t k);
 cudaError_t gemv(const void* x, DType x_dtype, int64_t ld_x, const void* w, DType w_dtype, int64_t m,
                  int64_t k, int64_t n, const float* bias, void* out, DType out_dtype, int64_t ld_out,
                  bool accumulate, cudaStream_t stream, const GemvNormIn* norm_in = nullptr,
-                 const GemvNormOut* norm_out = nullptr, std::optional<Act> act = std::nullopt,
-                 const GemvLayerNorms* layer_norms = nullptr);
+                 const GemvNormOut* norm_out = nullptr, std::optional<Act> act = std::nullopt);
 
 // 8-bit (W8A8) products (cuda_fp8.cu), `codes` F8_E4M3 or I8. w8a8QuantizeRows: each row of x
 // (F32, BF16 or F16, row stride ld_x) quantized by core/fp8.h's or core/int8.h's rule into q [m, k]
