@@ -51,47 +51,12 @@ cudaError_t withAct(Act a, F&& f) {
 
 // ---- LayerNorm ----------------------------------------------------------------------------
 
-constexpr int kLayerNormGroup = 8;
-
-// The sum over row xr (cols features) of f(feature), returned to every thread of the block:
-// groups of kLayerNormGroup consecutive features, each summed in feature order (thread t takes
-// groups t, t + blockDim.x, ...); lane l of the first warp adds groups l, l + 32, ... in order
-// (an order that does not depend on blockDim.x); then the lanes' sums by xor shuffles. vec: cols
-// a multiple of 8 and xr 16-byte aligned (two float4 loads per group; the same sums). `tile`
-// holds blockDim.x floats.
+// The sum over row xr of f(feature) for every thread of the block: groupedLaneSum's order (8-feature
+// groups, lane l of the first warp adding groups l, l + 32, ...), then the lanes by xor shuffles.
 template <typename F>
 __device__ __forceinline__ float groupedRowSum(const float* xr, int64_t cols, bool vec, F f, float* tile) {
-  const int64_t parts = (cols + kLayerNormGroup - 1) / kLayerNormGroup;
-  float s = 0.0f;
-  for (int64_t base = 0; base < parts; base += blockDim.x) {
-    const int64_t q = base + threadIdx.x;
-    float v = 0.0f;
-    if (q < parts) {
-      const int64_t j0 = q * kLayerNormGroup;
-      if (vec) {
-        const float4 a = *reinterpret_cast<const float4*>(xr + j0),
-                     b = *reinterpret_cast<const float4*>(xr + j0 + 4);
-        v = f(a.x);
-        v = __fadd_rn(v, f(a.y));
-        v = __fadd_rn(v, f(a.z));
-        v = __fadd_rn(v, f(a.w));
-        v = __fadd_rn(v, f(b.x));
-        v = __fadd_rn(v, f(b.y));
-        v = __fadd_rn(v, f(b.z));
-        v = __fadd_rn(v, f(b.w));
-      } else {
-        v = f(xr[j0]);
-        for (int64_t j = j0 + 1; j < j0 + kLayerNormGroup && j < cols; ++j) v = __fadd_rn(v, f(xr[j]));
-      }
-    }
-    __syncthreads();  // the first warp has added the previous tile
-    tile[threadIdx.x] = v;
-    __syncthreads();
-    if (threadIdx.x < 32)
-      for (int64_t t = threadIdx.x; t < blockDim.x && base + t < parts; t += 32) s = __fadd_rn(s, tile[t]);
-  }
-  __syncthreads();  // every tile read before tile[0] is overwritten
-  if (threadIdx.x < 32) {
+  float s = groupedLaneSum(xr, cols, vec, f, tile);
+  if (threadIdx.x < 32) {  // (lane 0 alone read tile[0], before its shuffles)
     for (int o = 16; o > 0; o >>= 1) s = __fadd_rn(s, __shfl_xor_sync(0xffffffffu, s, o));
     if (threadIdx.x == 0) tile[0] = s;
   }
@@ -102,8 +67,8 @@ __device__ __forceinline__ float groupedRowSum(const float* xr, int64_t cols, bo
 }
 
 // One block per row (128-1024 threads): the mean, then the biased variance of the deviations
-// (torch's layer_norm), each a groupedRowSum, then (x - mean) * inv and * w + b in one rounding;
-// vec: 16-byte accesses (cols a multiple of 8, aligned rows).
+// (torch's layer_norm), each a groupedRowSum (an order that does not depend on the block size), then (x -
+// mean) * inv and * w + b in one rounding; vec: 16-byte accesses (cols a multiple of 8, aligned rows).
 template <typename TO>
 __global__ void layerNormKernel(const float* x, int64_t ld_x, const float* w, const float* b, float eps,
                                 int64_t cols, bool vec, TO* out, int64_t ld_out) {
@@ -113,9 +78,9 @@ __global__ void layerNormKernel(const float* x, int64_t ld_x, const float* w, co
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * ld_x;
   TO* o = out + static_cast<int64_t>(blockIdx.x) * ld_out;
   const float n = static_cast<float>(cols);
-  const float mean = __fdiv_rn(groupedRowSum(
-                                   xr, cols, vec, [](float v) { return v; }, tile),
-                               n);
+  const float sum = groupedRowSum(
+      xr, cols, vec, [](float v) { return v; }, tile);
+  const float mean = __fdiv_rn(sum, n);
   const float ss = groupedRowSum(
       xr, cols, vec,
       [mean](float v) {

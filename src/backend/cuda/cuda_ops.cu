@@ -35,24 +35,12 @@ __global__ void embeddingKernel(const T* table, int64_t dim, const int32_t* ids,
 }
 
 // 1 / rms of row xr for every thread of the block, in the split products' order (cuda_kernels.h,
-// GemvNormIn): each thread squares one group of kGemvNormGroup columns and adds the squares in
-// column order (each square rounded: no fused multiply-add), the first warp's lane l adds the
-// groups l, l + 32, ... in order, then warpInvRms. `tile` holds blockDim.x floats (a multiple of 32).
+// GemvNormIn): groupedLaneSum of the squares (each rounded: no fused multiply-add), then
+// warpInvRms. `tile` holds blockDim.x floats (a multiple of 32).
 __device__ float groupedInvRms(const float* xr, int64_t cols, float eps, float* tile) {
-  const int64_t parts = (cols + kGemvNormGroup - 1) / kGemvNormGroup;
-  float ss = 0.0f;
-  for (int64_t base = 0; base < parts; base += blockDim.x) {
-    const int64_t q = base + threadIdx.x;
-    float v = 0.0f;
-    if (q < parts)
-      for (int64_t j = q * kGemvNormGroup; j < (q + 1) * kGemvNormGroup && j < cols; ++j)
-        v = __fadd_rn(v, __fmul_rn(xr[j], xr[j]));
-    __syncthreads();  // the first warp has added the previous tile
-    tile[threadIdx.x] = v;
-    __syncthreads();
-    if (threadIdx.x < 32)
-      for (int64_t s = threadIdx.x; s < blockDim.x && base + s < parts; s += 32) ss = __fadd_rn(ss, tile[s]);
-  }
+  static_assert(kGemvNormGroup == kRowSumGroup, "the split products' groups are groupedLaneSum's");
+  const float ss = groupedLaneSum(
+      xr, cols, false, [](float v) { return __fmul_rn(v, v); }, tile);
   if (threadIdx.x < 32) {
     const float inv = warpInvRms(ss, cols, eps);  // after its shuffles the warp's reads of `tile` are done
     if (threadIdx.x == 0) tile[0] = inv;

@@ -82,6 +82,47 @@ __device__ __forceinline__ void roundAs(float4& a, const H* tag) {
   a = make_float4(lo.x, lo.y, hi.x, hi.y);
 }
 
+// Row sums in groups of kRowSumGroup consecutive features (RMSNorm's sum of squares, LayerNorm's
+// statistics): group q summed in feature order from its first, f applied to each feature; thread t
+// takes groups t, t + blockDim.x, ...; lane l of the first warp adds groups l, l + 32, ... in
+// order and returns that share (other threads: 0), an order that does not depend on blockDim.x (a
+// multiple of 32). Every thread of the block calls it; `tile` holds blockDim.x floats. vec: cols
+// a multiple of 8 and xr 16-byte aligned (two float4 loads per group; the same sums).
+constexpr int kRowSumGroup = 8;
+template <typename F>
+__device__ __forceinline__ float groupedLaneSum(const float* xr, int64_t cols, bool vec, F f, float* tile) {
+  const int64_t parts = (cols + kRowSumGroup - 1) / kRowSumGroup;
+  float s = 0.0f;
+  for (int64_t base = 0; base < parts; base += blockDim.x) {
+    const int64_t q = base + threadIdx.x;
+    float v = 0.0f;
+    if (q < parts) {
+      const int64_t j0 = q * kRowSumGroup;
+      if (vec) {
+        const float4 a = *reinterpret_cast<const float4*>(xr + j0),
+                     b = *reinterpret_cast<const float4*>(xr + j0 + 4);
+        v = f(a.x);
+        v = __fadd_rn(v, f(a.y));
+        v = __fadd_rn(v, f(a.z));
+        v = __fadd_rn(v, f(a.w));
+        v = __fadd_rn(v, f(b.x));
+        v = __fadd_rn(v, f(b.y));
+        v = __fadd_rn(v, f(b.z));
+        v = __fadd_rn(v, f(b.w));
+      } else {
+        v = f(xr[j0]);
+        for (int64_t j = j0 + 1; j < j0 + kRowSumGroup && j < cols; ++j) v = __fadd_rn(v, f(xr[j]));
+      }
+    }
+    __syncthreads();  // the first warp has added the previous tile
+    tile[threadIdx.x] = v;
+    __syncthreads();
+    if (threadIdx.x < 32)
+      for (int64_t t = threadIdx.x; t < blockDim.x && base + t < parts; t += 32) s = __fadd_rn(s, tile[t]);
+  }
+  return s;
+}
+
 // RMSNorm's 1 / rms from each lane's share of a row's sum of squares (lane l: the squares of the
 // kGemvNormGroup-column groups q = l, l + 32, ... added in order; cuda_kernels.h, GemvNormIn): the
 // lanes' shares added by xor shuffles, then 1 / sqrt(ss / cols + eps). Every lane gets it. The
