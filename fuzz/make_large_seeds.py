@@ -13,6 +13,7 @@ KIND says what the fuzzer reads:
   stream             ids for the stream detokenizer fuzzer (random bytes, long byte runs)
   chat_template      Jinja chat templates (+ NUL + JSON context) for chat_template_fuzzer
   tiktoken           .tiktoken files (base64 token, rank per line) for tiktoken_file_fuzzer
+  properties         serving.properties files (and OPTION_* lines) for serving_config_fuzzer
 
 Every kind covers deep nesting (tens of thousands of levels), huge arrays,
 long strings and keys, many keys, and values where parsers print them in
@@ -401,6 +402,36 @@ def tiktoken_seeds():
     return {"tiktoken_" + k: v[:MAX] for k, v in seeds.items()}
 
 
+def properties_seeds():
+    """serving.properties files of 1 MiB for serving_config_fuzzer: a megabyte-long value, key and
+    comment, a megabyte of backslash continuations, many keys (and one repeated), long digit runs
+    where counts and fractions are read, and the same as OPTION_* environment lines."""
+    base = "engine=MPI\noption.max_input_len=1024\noption.rolling_batch=trtllm\n"
+
+    def pad(text, filler="\n"):
+        data = text.encode()
+        return data + filler.encode() * max(0, MIN - len(data))
+
+    many = "".join("option.key_%d=%d\n" % (i, i) for i in range(MIN // 20))
+    seeds = {
+        "huge_value": pad(base + "option.model_id=" + "m" * MIN + "\n", ""),
+        "huge_fraction": pad(base + "option.kv_cache_free_gpu_mem_fraction=0." + "9" * MIN + "\n", ""),
+        "huge_count": pad(base + "option.max_rolling_batch_size=" + "7" * MIN + "\n", ""),
+        "huge_key": pad(base + "option." + "k" * MIN + "=1\n", ""),
+        "huge_comment": pad(base + "#" + "c" * MIN + "\n", ""),
+        "continuations": pad(base + "option.max_input_len=1" + "\\\n2" * (MIN // 3) + "\n", ""),
+        "trailing_continuation": pad(base + "option.dtype=bf16" + "\\\n" * (MIN // 2), ""),
+        "many_keys": pad(base + many),
+        "repeated_key": pad(base + "option.max_input_len=5\n" * (MIN // 23)),
+        "no_separator": pad(base + "x" * MIN, ""),
+        "crlf": pad(base.replace("\n", "\r\n") + "option.dtype=fp16\r\n" * (MIN // 19), ""),
+        "environment": pad("OPTION_MAX_INPUT_LEN=" + "8" * (MIN // 2) + "\nHF_MODEL_ID=" + "/" * (MIN // 2) + "\n",
+                           ""),
+        "blank_lines": pad(base + " \t\n" * (MIN // 3)),
+    }
+    return {"properties_" + k: v[:MAX] for k, v in seeds.items()}
+
+
 KINDS = {
     "json": json_seeds,
     "config": config_seeds,
@@ -410,6 +441,7 @@ KINDS = {
     "stream": stream_seeds,
     "chat_template": chat_template_seeds,
     "tiktoken": tiktoken_seeds,
+    "properties": properties_seeds,
 }
 
 

@@ -26,7 +26,7 @@ jobs=${LLMRT_JOBS:-2}
 
 # Registering a fuzzer: add it to `fuzzers`, give its normal-pass max_len and (optionally) its
 # dictionary, and, for a large-input pass, the kind of seeds fuzz/make_large_seeds.py writes
-# for it (json, config, generation_config, safetensors, tokenizer, stream, chat_template, tiktoken; a new kind is a
+# for it (json, config, generation_config, safetensors, tokenizer, stream, chat_template, tiktoken, properties; a new kind is a
 # function there).
 fuzzers=(safetensors_header_fuzzer config_json_fuzzer generation_config_fuzzer)
 declare -A max_len=([safetensors_header_fuzzer]=4096 [config_json_fuzzer]=4096 [generation_config_fuzzer]=4096)
@@ -51,6 +51,9 @@ max_len[chat_template_fuzzer]=4096 dict[chat_template_fuzzer]=fuzz/chat_template
 # The server's request bodies (tools/serve/openai_api.cpp; first byte: completions or chat); large pass on JSON seeds.
 fuzzers+=(openai_request_fuzzer)
 max_len[openai_request_fuzzer]=4096 dict[openai_request_fuzzer]=fuzz/openai_request.dict large_seeds[openai_request_fuzzer]=json
+# LMI configuration for `llmrt serve`: serving.properties (and OPTION_* lines) through the option table.
+fuzzers+=(serving_config_fuzzer)
+max_len[serving_config_fuzzer]=4096 dict[serving_config_fuzzer]=fuzz/serving_config.dict large_seeds[serving_config_fuzzer]=properties
 
 if [[ -n "${LLMRT_FUZZERS:-}" ]]; then read -r -a fuzzers <<<"$LLMRT_FUZZERS"; fi
 
